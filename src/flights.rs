@@ -1,0 +1,645 @@
+//! The client-query state machine: deadlines, refusal grace and endings, on plain types.
+//!
+//! A guarded query is a *flight*. It waits until one of four things happens:
+//! the registry settles it (a valid answer, or the caller's cancellation), its
+//! deadline passes, the refusal grace after the first page refusal passes, or
+//! its guard is disposed. Only the first counts; the rest find the flight gone.
+//!
+//! Every waiting flight has an entry in one min-heap of due times, so a single
+//! host timer armed for [`Flights::next_due`] serves them all. Entries of
+//! finished flights are left in the heap and skipped by generation; once they
+//! outnumber the live ones the heap is rebuilt, so memory follows the number of
+//! flights in the air, not the number ever flown.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use crate::error::{Error, Refusal};
+
+/// Index of a flight in the table; reused once the flight ends.
+pub type Slot = u32;
+
+/// Generations wrap below 2^20, so a key fits an `f64` exactly.
+const GENERATION_MASK: u32 = (1 << 20) - 1;
+
+/// Names one flight: its slot, and which use of the slot it is. A key of a
+/// landed flight never matches the slot's next flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FlightKey {
+    /// The slot.
+    pub slot: Slot,
+    generation: u32,
+}
+
+impl FlightKey {
+    /// The key as a JavaScript number.
+    pub fn to_f64(self) -> f64 {
+        f64::from(self.generation) * 4_294_967_296.0 + f64::from(self.slot)
+    }
+
+    /// A key back from a JavaScript number; `None` for anything no key maps to.
+    pub fn from_f64(n: f64) -> Option<Self> {
+        if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n < 9_007_199_254_740_992.0) {
+            return None;
+        }
+        // Checked above: a non-negative integer below 2^53.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let n = n as u64;
+        let generation = u32::try_from(n >> 32).ok()?;
+        (generation <= GENERATION_MASK).then_some(Self {
+            slot: (n & 0xffff_ffff) as Slot,
+            generation,
+        })
+    }
+}
+
+/// Milliseconds on the host's monotonic clock (`performance.now()`).
+pub type Millis = f64;
+
+/// A due time on the heap, in whole microseconds, so it orders totally.
+type Micros = u64;
+
+fn micros(at: Millis) -> Micros {
+    if at.is_nan() || at <= 0.0 {
+        0
+    } else {
+        // Saturating float-to-int conversion is exactly what is wanted here.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let us = (at * 1000.0).ceil() as u64;
+        us
+    }
+}
+
+/// A timer may fire this early (ms) and still count its flight as due: Node
+/// rounds delays to whole milliseconds.
+const EARLY_MS: Millis = 1.0;
+
+/// How a flight ended, when the guard (not the registry) ended it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// No page answered within the deadline.
+    Deadline,
+    /// A page refused and no valid answer followed within the grace.
+    Refused(Refusal),
+    /// The guard went away while the flight waited.
+    Disposed,
+}
+
+impl Ending {
+    /// The report kind of this ending.
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Ending::Deadline => "deadline",
+            Ending::Refused(_) => "refused",
+            Ending::Disposed => "disposed",
+        }
+    }
+}
+
+/// What a flight knows about its query. The provider and method names stay on the
+/// JavaScript side until an error needs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Query {
+    /// The guard that owns the flight.
+    pub guard: u32,
+    /// The flight's deadline.
+    pub deadline_ms: u32,
+    /// The flight's refusal grace.
+    pub grace_ms: u32,
+}
+
+#[derive(Debug)]
+struct Flight {
+    query: Query,
+    generation: u32,
+    request_id: Option<String>,
+    agent_id: Option<String>,
+    deadline_at: Millis,
+    refusal: Option<Refusal>,
+    ending: Option<Ending>,
+}
+
+/// A flight taken off the table, with what the guard decided about it, if anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Landed {
+    /// The query.
+    pub query: Query,
+    /// The registry's request id, once it was announced.
+    pub request_id: Option<String>,
+    /// `Some` when the guard ended the flight; `None` when the registry settled it.
+    pub ending: Option<Ending>,
+}
+
+impl Landed {
+    /// The error the caller receives when the guard ended the flight.
+    pub fn error(&self, provider: &str, method: &str) -> Option<Error> {
+        let (provider, method) = (provider.to_owned(), method.to_owned());
+        let deadline_ms = self.query.deadline_ms;
+        Some(match self.ending.clone()? {
+            Ending::Deadline => Error::InspectDeadline {
+                provider,
+                method,
+                deadline_ms,
+            },
+            Ending::Refused(refusal) => Error::InspectRefused {
+                provider,
+                method,
+                refusal,
+            },
+            Ending::Disposed => Error::GuardDisposed { provider, method },
+        })
+    }
+}
+
+/// What a refusal changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalEffect {
+    /// Not a waiting flight of this agent (unknown id, late, other agent): nothing changed.
+    Ignored,
+    /// Remembered as the flight's first refusal; its due time may have moved earlier.
+    First,
+    /// The flight already had a refusal; the first one is kept.
+    Repeated,
+}
+
+/// All flights in the air, and the heap of their due times.
+#[derive(Debug, Default)]
+pub struct Flights {
+    table: Vec<Option<Flight>>,
+    free: Vec<Slot>,
+    generations: Vec<u32>,
+    by_request: HashMap<String, Slot>,
+    heap: BinaryHeap<Reverse<(Micros, Slot, u32)>>,
+    live: usize,
+}
+
+impl Flights {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Flights currently in the table (waiting or ended but not yet landed).
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether no flight is in the table.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Start a flight at `now`; it is due at `now + deadline_ms`.
+    pub fn begin(&mut self, query: Query, now: Millis) -> FlightKey {
+        let deadline_at = now + f64::from(query.deadline_ms);
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.table.push(None);
+                self.generations.push(0);
+                // The table never holds more than u32::MAX flights: each one is a
+                // pending JS promise, and memory gives out long before.
+                #[allow(clippy::cast_possible_truncation)]
+                let slot = (self.table.len() - 1) as Slot;
+                slot
+            }
+        };
+        let generation = self.bump(slot);
+        if let Some(cell) = self.table.get_mut(slot as usize) {
+            *cell = Some(Flight {
+                query,
+                generation,
+                request_id: None,
+                agent_id: None,
+                deadline_at,
+                refusal: None,
+                ending: None,
+            });
+        }
+        self.live += 1;
+        self.heap
+            .push(Reverse((micros(deadline_at), slot, generation)));
+        FlightKey { slot, generation }
+    }
+
+    fn bump(&mut self, slot: Slot) -> u32 {
+        match self.generations.get_mut(slot as usize) {
+            Some(g) => {
+                *g = g.wrapping_add(1) & GENERATION_MASK;
+                *g
+            }
+            None => 0,
+        }
+    }
+
+    fn flight_mut(&mut self, slot: Slot) -> Option<&mut Flight> {
+        self.table.get_mut(slot as usize)?.as_mut()
+    }
+
+    fn flight_at(&mut self, key: FlightKey) -> Option<&mut Flight> {
+        self.flight_mut(key.slot)
+            .filter(|f| f.generation == key.generation)
+    }
+
+    fn key_of(&self, slot: Slot) -> Option<FlightKey> {
+        match self.table.get(slot as usize) {
+            Some(Some(f)) => Some(FlightKey {
+                slot,
+                generation: f.generation,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Record the registry's request id and asking agent for a flight.
+    pub fn announce(&mut self, key: FlightKey, request_id: String, agent_id: Option<String>) {
+        let slot = key.slot;
+        if let Some(flight) = self.flight_at(key) {
+            if flight.request_id.is_none() {
+                flight.request_id = Some(request_id.clone());
+                flight.agent_id = agent_id;
+                self.by_request.insert(request_id, slot);
+            }
+        }
+    }
+
+    /// Whether the flight has had its request id announced.
+    pub fn is_announced(&self, key: FlightKey) -> bool {
+        matches!(self.table.get(key.slot as usize),
+            Some(Some(f)) if f.generation == key.generation && f.request_id.is_some())
+    }
+
+    /// The waiting flight of a request id, if any.
+    pub fn by_request(&self, request_id: &str) -> Option<(FlightKey, &Query)> {
+        let slot = *self.by_request.get(request_id)?;
+        let key = self.key_of(slot)?;
+        match self.table.get(slot as usize) {
+            Some(Some(f)) if f.ending.is_none() => Some((key, &f.query)),
+            _ => None,
+        }
+    }
+
+    /// A page refused a request (or its answer failed validation) at `now`.
+    ///
+    /// Only a refusal from the asking agent's session counts, as the registry
+    /// itself only accepts answers from it. The first refusal is kept; the
+    /// flight becomes due at `min(deadline, now + grace)`.
+    pub fn refuse(
+        &mut self,
+        request_id: &str,
+        agent_id: Option<&str>,
+        refusal: Refusal,
+        now: Millis,
+    ) -> RefusalEffect {
+        let Some(&slot) = self.by_request.get(request_id) else {
+            return RefusalEffect::Ignored;
+        };
+        let Some(flight) = self.flight_mut(slot) else {
+            return RefusalEffect::Ignored;
+        };
+        if flight.ending.is_some() || flight.agent_id.as_deref() != agent_id {
+            return RefusalEffect::Ignored;
+        }
+        if flight.refusal.is_some() {
+            return RefusalEffect::Repeated;
+        }
+        flight.refusal = Some(refusal);
+        let due = (now + f64::from(flight.query.grace_ms)).min(flight.deadline_at);
+        let entry = Reverse((micros(due), slot, flight.generation));
+        self.heap.push(entry);
+        RefusalEffect::First
+    }
+
+    /// The earliest due time of a waiting flight, in ms; stale heap entries are dropped.
+    pub fn next_due(&mut self) -> Option<Millis> {
+        loop {
+            let &Reverse((due, slot, generation)) = self.heap.peek()?;
+            if self.is_current(slot, generation) {
+                // Micros fit an f64 exactly for any realistic uptime.
+                #[allow(clippy::cast_precision_loss)]
+                return Some(due as f64 / 1000.0);
+            }
+            self.heap.pop();
+        }
+    }
+
+    fn is_current(&self, slot: Slot, generation: u32) -> bool {
+        matches!(
+            self.table.get(slot as usize),
+            Some(Some(f)) if f.generation == generation && f.ending.is_none()
+        )
+    }
+
+    /// End every waiting flight that is due at `now`; returns their slots and endings.
+    pub fn expire(&mut self, now: Millis) -> Vec<(FlightKey, Ending)> {
+        let horizon = micros(now + EARLY_MS);
+        let mut ended = Vec::new();
+        while let Some(&Reverse((due, slot, generation))) = self.heap.peek() {
+            if due > horizon {
+                break;
+            }
+            self.heap.pop();
+            if !self.is_current(slot, generation) {
+                continue;
+            }
+            if let Some(flight) = self.flight_mut(slot) {
+                let ending = match flight.refusal.clone() {
+                    Some(refusal) => Ending::Refused(refusal),
+                    None => Ending::Deadline,
+                };
+                flight.ending = Some(ending.clone());
+                ended.push((FlightKey { slot, generation }, ending));
+            }
+        }
+        ended
+    }
+
+    /// End every waiting flight of a guard as [`Ending::Disposed`]; returns their slots.
+    pub fn abandon(&mut self, guard: u32) -> Vec<FlightKey> {
+        let mut ended = Vec::new();
+        for (slot, cell) in self.table.iter_mut().enumerate() {
+            if let Some(flight) = cell {
+                if flight.query.guard == guard && flight.ending.is_none() {
+                    flight.ending = Some(Ending::Disposed);
+                    // The table is indexed by Slot, so every index fits one.
+                    #[allow(clippy::cast_possible_truncation)]
+                    ended.push(FlightKey {
+                        slot: slot as Slot,
+                        generation: flight.generation,
+                    });
+                }
+            }
+        }
+        ended
+    }
+
+    /// Take a flight off the table: it settled, or its ending has been delivered.
+    pub fn land(&mut self, key: FlightKey) -> Option<Landed> {
+        let slot = key.slot;
+        let cell = self.table.get_mut(slot as usize)?;
+        if cell.as_ref()?.generation != key.generation {
+            return None;
+        }
+        let flight = cell.take()?;
+        self.free.push(slot);
+        self.live -= 1;
+        if let Some(id) = &flight.request_id {
+            if self.by_request.get(id) == Some(&slot) {
+                self.by_request.remove(id);
+            }
+        }
+        self.compact();
+        Some(Landed {
+            query: flight.query,
+            request_id: flight.request_id,
+            ending: flight.ending,
+        })
+    }
+
+    /// Rebuild the heap once stale entries outnumber the live flights.
+    fn compact(&mut self) {
+        if self.heap.len() > 64 && self.heap.len() > 4 * self.live {
+            let table = &self.table;
+            let heap = std::mem::take(&mut self.heap);
+            self.heap = heap
+                .into_iter()
+                .filter(|Reverse((_, slot, generation))| {
+                    matches!(
+                        table.get(*slot as usize),
+                        Some(Some(f)) if f.generation == *generation && f.ending.is_none()
+                    )
+                })
+                .collect();
+        }
+    }
+
+    /// Heap entries held, live or stale (for tests of the compaction bound).
+    #[cfg(test)]
+    fn heap_len(&self) -> usize {
+        self.heap.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(guard: u32, deadline_ms: u32, grace_ms: u32) -> Query {
+        Query {
+            guard,
+            deadline_ms,
+            grace_ms,
+        }
+    }
+
+    fn page(reason: &str) -> Refusal {
+        Refusal::Page {
+            reason: reason.into(),
+            message: format!("{reason} message"),
+        }
+    }
+
+    #[test]
+    fn a_flight_is_due_at_its_deadline_and_ends_once() {
+        let mut f = Flights::new();
+        let s = f.begin(query(1, 100, 10), 1000.0);
+        assert_eq!(f.next_due(), Some(1100.0));
+        assert!(f.expire(1098.0).is_empty(), "not due 2 ms early");
+        assert_eq!(
+            f.expire(1099.5),
+            vec![(s, Ending::Deadline)],
+            "due within a ms"
+        );
+        assert!(f.expire(5000.0).is_empty(), "ended flights never end twice");
+        assert_eq!(f.next_due(), None);
+        let landed = f.land(s).unwrap();
+        assert_eq!(landed.ending, Some(Ending::Deadline));
+        assert!(matches!(
+            landed.error("Theme", "listTokens"),
+            Some(Error::InspectDeadline {
+                deadline_ms: 100,
+                ..
+            })
+        ));
+        assert!(f.land(s).is_none(), "lands once");
+        assert!(f.is_empty());
+    }
+
+    #[test]
+    fn a_settled_flight_never_expires() {
+        let mut f = Flights::new();
+        let s = f.begin(query(1, 100, 10), 0.0);
+        let landed = f.land(s).unwrap();
+        assert_eq!(landed.ending, None);
+        assert_eq!(landed.error("Theme", "listTokens"), None);
+        assert!(f.expire(1e9).is_empty());
+        assert_eq!(f.next_due(), None);
+    }
+
+    #[test]
+    fn first_refusal_moves_the_due_time_to_the_grace() {
+        let mut f = Flights::new();
+        let s = f.begin(query(1, 15_000, 1000), 0.0);
+        f.announce(s, "inspect-1".into(), Some("a".into()));
+        assert_eq!(
+            f.refuse("inspect-1", Some("a"), page("provider-missing"), 200.0),
+            RefusalEffect::First
+        );
+        assert_eq!(
+            f.refuse("inspect-1", Some("a"), page("method-missing"), 300.0),
+            RefusalEffect::Repeated
+        );
+        assert_eq!(f.next_due(), Some(1200.0));
+        let ended = f.expire(1200.0);
+        assert_eq!(
+            ended,
+            vec![(s, Ending::Refused(page("provider-missing")))],
+            "first refusal kept"
+        );
+        let err = f.land(s).unwrap().error("Theme", "listTokens").unwrap();
+        assert_eq!(err.code(), "INSPECT_CLIENT_REFUSED");
+        assert!(err
+            .to_string()
+            .contains("provider-missing: provider-missing message"));
+    }
+
+    #[test]
+    fn grace_never_extends_past_the_deadline() {
+        let mut f = Flights::new();
+        let s = f.begin(query(1, 1000, 1000), 0.0);
+        f.announce(s, "inspect-1".into(), Some("a".into()));
+        f.refuse("inspect-1", Some("a"), page("provider-error"), 900.0);
+        assert_eq!(f.next_due(), Some(1000.0));
+        assert_eq!(
+            f.expire(1000.0),
+            vec![(s, Ending::Refused(page("provider-error")))]
+        );
+    }
+
+    #[test]
+    fn a_refusal_after_the_deadline_or_from_another_agent_is_ignored() {
+        let mut f = Flights::new();
+        let s = f.begin(query(1, 100, 10), 0.0);
+        f.announce(s, "inspect-1".into(), Some("a".into()));
+        assert_eq!(
+            f.refuse("inspect-1", Some("b"), page("x"), 1.0),
+            RefusalEffect::Ignored
+        );
+        assert_eq!(
+            f.refuse("inspect-1", None, page("x"), 1.0),
+            RefusalEffect::Ignored
+        );
+        assert_eq!(
+            f.refuse("inspect-9", Some("a"), page("x"), 1.0),
+            RefusalEffect::Ignored
+        );
+        assert_eq!(f.expire(100.0), vec![(s, Ending::Deadline)]);
+        assert_eq!(
+            f.refuse("inspect-1", Some("a"), page("x"), 101.0),
+            RefusalEffect::Ignored
+        );
+        f.land(s);
+        assert_eq!(
+            f.refuse("inspect-1", Some("a"), page("x"), 102.0),
+            RefusalEffect::Ignored
+        );
+        assert!(f.by_request("inspect-1").is_none());
+    }
+
+    #[test]
+    fn a_valid_answer_within_the_grace_wins() {
+        let mut f = Flights::new();
+        let s = f.begin(query(1, 15_000, 1000), 0.0);
+        f.announce(s, "inspect-1".into(), Some("a".into()));
+        f.refuse("inspect-1", Some("a"), Refusal::InvalidOutput, 10.0);
+        let landed = f.land(s).unwrap();
+        assert_eq!(
+            landed.ending, None,
+            "settled by the registry: no guard error"
+        );
+        assert!(f.expire(2000.0).is_empty());
+    }
+
+    #[test]
+    fn disposal_ends_only_the_guards_own_waiting_flights() {
+        let mut f = Flights::new();
+        let a = f.begin(query(1, 100, 10), 0.0);
+        let b = f.begin(query(2, 100, 10), 0.0);
+        let c = f.begin(query(1, 50, 10), 0.0);
+        assert_eq!(f.expire(50.0), vec![(c, Ending::Deadline)]);
+        let mut ended = f.abandon(1);
+        ended.sort_unstable();
+        assert_eq!(ended, vec![a], "c already ended; b is another guard's");
+        assert_eq!(f.land(a).unwrap().ending, Some(Ending::Disposed));
+        assert_eq!(f.next_due(), Some(100.0), "b still waits");
+        assert_eq!(f.expire(100.0), vec![(b, Ending::Deadline)]);
+    }
+
+    #[test]
+    fn earliest_deadline_first_across_different_deadlines() {
+        let mut f = Flights::new();
+        let slow = f.begin(query(1, 500, 10), 0.0);
+        let fast = f.begin(query(2, 100, 10), 0.0);
+        assert_eq!(f.next_due(), Some(100.0));
+        assert_eq!(f.expire(100.0), vec![(fast, Ending::Deadline)]);
+        assert_eq!(f.next_due(), Some(500.0));
+        assert_eq!(f.expire(500.0), vec![(slow, Ending::Deadline)]);
+    }
+
+    #[test]
+    fn slots_are_reused_and_stale_heap_entries_are_bounded() {
+        let mut f = Flights::new();
+        for i in 0..100_000 {
+            let s = f.begin(query(1, 15_000, 1000), f64::from(i));
+            f.land(s);
+        }
+        assert!(f.is_empty());
+        assert!(
+            f.heap_len() <= 65,
+            "heap keeps {} stale entries",
+            f.heap_len()
+        );
+        assert_eq!(f.table.len(), 1, "one slot reused throughout");
+        assert_eq!(f.next_due(), None);
+    }
+
+    #[test]
+    fn keys_round_trip_through_f64_and_stale_keys_do_nothing() {
+        let mut f = Flights::new();
+        let k1 = f.begin(query(1, 10, 5), 0.0);
+        assert_eq!(FlightKey::from_f64(k1.to_f64()), Some(k1));
+        f.land(k1);
+        let k2 = f.begin(query(1, 10, 5), 0.0);
+        assert_eq!(k1.slot, k2.slot);
+        assert_ne!(k1, k2);
+        assert!(f.land(k1).is_none(), "a stale key lands nothing");
+        assert!(f.land(k2).is_some());
+        for bad in [-1.0, 0.5, f64::NAN, f64::INFINITY, 1e300] {
+            assert_eq!(FlightKey::from_f64(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_reused_slot_is_not_ended_by_its_previous_flights_entries() {
+        let mut f = Flights::new();
+        let s1 = f.begin(query(1, 10, 5), 0.0);
+        f.land(s1);
+        let s2 = f.begin(query(1, 1000, 5), 0.0);
+        assert_eq!(s1.slot, s2.slot);
+        assert!(
+            f.expire(10.0).is_empty(),
+            "the first flight's deadline is stale"
+        );
+        assert_eq!(f.expire(1000.0), vec![(s2, Ending::Deadline)]);
+    }
+
+    #[test]
+    fn hostile_clock_values_do_not_panic() {
+        let mut f = Flights::new();
+        let s = f.begin(query(1, 1, 0), f64::NAN);
+        assert_eq!(f.expire(f64::NAN).len(), 1);
+        f.land(s);
+        let s = f.begin(query(1, 1, 0), -5.0);
+        assert_eq!(f.expire(0.0), vec![(s, Ending::Deadline)]);
+    }
+}

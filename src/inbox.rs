@@ -1,0 +1,348 @@
+//! Inbox entries: what counts as a usable message, and what each mode does with the rest.
+//!
+//! The boundary reads a JavaScript value defensively into a [`Probe`] (a getter
+//! that throws or a revoked Proxy reads as [`Field::Unreadable`]); everything
+//! after that is decided here, on plain types.
+
+use crate::config::Mode;
+
+/// One property of an inbox entry, as read off JavaScript.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Field {
+    /// The property is absent or `undefined`.
+    Missing,
+    /// A string (its length in UTF-16 units, and whether it equals the expected literal).
+    Str {
+        /// Length of the string.
+        len: usize,
+        /// Whether it equals the literal the field must hold (`"user"` for `role`).
+        expected: bool,
+    },
+    /// An array.
+    Array,
+    /// An object that is not an array; `kind_is_string` is whether its `kind` is a string.
+    Object {
+        /// Whether the object's own `kind` reads as a string.
+        kind_is_string: bool,
+    },
+    /// Any other value.
+    Other,
+    /// Reading it threw (a throwing getter, a revoked or trapping Proxy).
+    Unreadable,
+}
+
+/// A JavaScript value reduced to what classification needs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Probe {
+    /// A string.
+    String,
+    /// A number, with whether it is finite.
+    Number {
+        /// `Number.isFinite(value)`.
+        finite: bool,
+    },
+    /// A boolean.
+    Boolean,
+    /// A bigint.
+    BigInt,
+    /// `null`.
+    Null,
+    /// `undefined`.
+    Undefined,
+    /// A symbol.
+    Symbol,
+    /// A function.
+    Function,
+    /// An array.
+    Array,
+    /// An object (not an array), with its four message fields.
+    Object {
+        /// `id`.
+        id: Field,
+        /// `role`.
+        role: Field,
+        /// `content`.
+        content: Field,
+        /// `source`.
+        source: Field,
+    },
+    /// A value whose very type could not be read (a revoked Proxy).
+    Unreadable,
+}
+
+impl Probe {
+    /// The `valueKind` recorded for it: the `typeof` name, or `null` / `array`.
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Probe::String => "string",
+            Probe::Number { .. } => "number",
+            Probe::Boolean => "boolean",
+            Probe::BigInt => "bigint",
+            Probe::Null => "null",
+            Probe::Undefined => "undefined",
+            Probe::Symbol => "symbol",
+            Probe::Function => "function",
+            Probe::Array => "array",
+            Probe::Object { .. } | Probe::Unreadable => "object",
+        }
+    }
+}
+
+/// What an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// A usable message: non-empty string `id`, `role === 'user'`, array `content`,
+    /// and a `source` object whose `kind` is a string.
+    Message,
+    /// A string, finite number, boolean or bigint: it can be delivered as text.
+    Scalar,
+    /// Anything else: it cannot be rendered into content unambiguously.
+    Other,
+}
+
+/// Classify a probed value.
+pub fn classify(probe: &Probe) -> Class {
+    match probe {
+        Probe::Object {
+            id,
+            role,
+            content,
+            source,
+        } => {
+            let usable = matches!(id, Field::Str { len, .. } if *len > 0)
+                && matches!(role, Field::Str { expected: true, .. })
+                && *content == Field::Array
+                && *source
+                    == (Field::Object {
+                        kind_is_string: true,
+                    });
+            if usable {
+                Class::Message
+            } else {
+                Class::Other
+            }
+        }
+        Probe::String | Probe::Boolean | Probe::BigInt | Probe::Number { finite: true } => {
+            Class::Scalar
+        }
+        _ => Class::Other,
+    }
+}
+
+/// What the guard does with one entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// A usable message: left alone, not recorded.
+    Keep,
+    /// Replaced by a user message carrying `String(value)`; recorded `repaired`.
+    Repair,
+    /// Removed; recorded `quarantined`.
+    Drop,
+    /// Left in place; recorded `observed`.
+    Observe,
+}
+
+impl Action {
+    /// The `action` recorded for it (`None` for a kept message).
+    pub const fn recorded(self) -> Option<&'static str> {
+        match self {
+            Action::Keep => None,
+            Action::Repair => Some("repaired"),
+            Action::Drop => Some("quarantined"),
+            Action::Observe => Some("observed"),
+        }
+    }
+}
+
+/// The mode's decision for a class of entry.
+pub const fn decide(mode: Mode, class: Class) -> Action {
+    match (class, mode) {
+        (Class::Message, _) => Action::Keep,
+        (_, Mode::Report) => Action::Observe,
+        (Class::Scalar, Mode::Repair) => Action::Repair,
+        (_, Mode::Repair | Mode::Quarantine) => Action::Drop,
+    }
+}
+
+/// The summary a repaired message's `source` carries.
+pub fn repair_summary(probe: &Probe) -> String {
+    format!("repaired inbox input ({})", probe.kind())
+}
+
+/// A preview of at most `limit` characters, plus `…` when cut.
+///
+/// `head` is a prefix of the rendering taken on the JavaScript side (so a huge
+/// string is never copied whole); `longer` says the rendering went on past it.
+pub fn preview(head: &str, longer: bool, limit: u32) -> String {
+    let limit = limit as usize;
+    let mut chars = head.char_indices();
+    match chars.nth(limit) {
+        Some((cut, _)) => format!("{}…", head.get(..cut).unwrap_or(head)),
+        None if longer => format!("{head}…"),
+        None => head.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message() -> Probe {
+        Probe::Object {
+            id: Field::Str {
+                len: 36,
+                expected: false,
+            },
+            role: Field::Str {
+                len: 4,
+                expected: true,
+            },
+            content: Field::Array,
+            source: Field::Object {
+                kind_is_string: true,
+            },
+        }
+    }
+
+    fn with(f: impl FnOnce(&mut Probe)) -> Probe {
+        let mut p = message();
+        f(&mut p);
+        p
+    }
+
+    #[test]
+    fn a_complete_user_message_is_usable() {
+        assert_eq!(classify(&message()), Class::Message);
+    }
+
+    #[test]
+    fn each_missing_or_wrong_field_makes_it_unusable() {
+        let broken = [
+            with(|p| {
+                if let Probe::Object { id, .. } = p {
+                    *id = Field::Str {
+                        len: 0,
+                        expected: false,
+                    }
+                }
+            }),
+            with(|p| {
+                if let Probe::Object { id, .. } = p {
+                    *id = Field::Other
+                }
+            }),
+            with(|p| {
+                if let Probe::Object { role, .. } = p {
+                    *role = Field::Str {
+                        len: 9,
+                        expected: false,
+                    }
+                }
+            }),
+            with(|p| {
+                if let Probe::Object { content, .. } = p {
+                    *content = Field::Object {
+                        kind_is_string: false,
+                    }
+                }
+            }),
+            with(|p| {
+                if let Probe::Object { source, .. } = p {
+                    *source = Field::Object {
+                        kind_is_string: false,
+                    }
+                }
+            }),
+            with(|p| {
+                if let Probe::Object { source, .. } = p {
+                    *source = Field::Missing
+                }
+            }),
+            with(|p| {
+                if let Probe::Object { source, .. } = p {
+                    *source = Field::Unreadable
+                }
+            }),
+        ];
+        for p in broken {
+            assert_eq!(classify(&p), Class::Other, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn scalars_are_repairable_but_not_non_finite_numbers() {
+        for p in [
+            Probe::String,
+            Probe::Boolean,
+            Probe::BigInt,
+            Probe::Number { finite: true },
+        ] {
+            assert_eq!(classify(&p), Class::Scalar, "{p:?}");
+        }
+        for p in [
+            Probe::Number { finite: false },
+            Probe::Null,
+            Probe::Undefined,
+            Probe::Symbol,
+            Probe::Function,
+            Probe::Array,
+            Probe::Unreadable,
+        ] {
+            assert_eq!(classify(&p), Class::Other, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn the_mode_table() {
+        use Action::*;
+        use Class::*;
+        let table = [
+            (Mode::Repair, Message, Keep),
+            (Mode::Repair, Scalar, Repair),
+            (Mode::Repair, Other, Drop),
+            (Mode::Quarantine, Message, Keep),
+            (Mode::Quarantine, Scalar, Drop),
+            (Mode::Quarantine, Other, Drop),
+            (Mode::Report, Message, Keep),
+            (Mode::Report, Scalar, Observe),
+            (Mode::Report, Other, Observe),
+        ];
+        for (mode, class, action) in table {
+            assert_eq!(decide(mode, class), action, "{mode:?} {class:?}");
+        }
+        assert_eq!(Repair.recorded(), Some("repaired"));
+        assert_eq!(Drop.recorded(), Some("quarantined"));
+        assert_eq!(Observe.recorded(), Some("observed"));
+        assert_eq!(Keep.recorded(), None);
+    }
+
+    #[test]
+    fn kinds_and_summaries() {
+        assert_eq!(
+            repair_summary(&Probe::String),
+            "repaired inbox input (string)"
+        );
+        assert_eq!(
+            repair_summary(&Probe::BigInt),
+            "repaired inbox input (bigint)"
+        );
+        assert_eq!(Probe::Null.kind(), "null");
+        assert_eq!(Probe::Array.kind(), "array");
+        assert_eq!(message().kind(), "object");
+    }
+
+    #[test]
+    fn previews_are_bounded_by_characters() {
+        assert_eq!(preview("hello", false, 80), "hello");
+        assert_eq!(preview("hello", false, 5), "hello");
+        assert_eq!(preview("hello", false, 4), "hell…");
+        assert_eq!(preview("hello", true, 80), "hello…", "cut on the JS side");
+        assert_eq!(
+            preview("ééééé", false, 2),
+            "éé…",
+            "counts characters, not bytes"
+        );
+        assert_eq!(preview("😀😀😀", false, 1), "😀…");
+        assert_eq!(preview("", false, 1), "");
+    }
+}

@@ -1,0 +1,554 @@
+//! The inbox guard on live agents: `claim` wrapped, the pre-step entry, the durable-write observer.
+//!
+//! Four placements, each catching what the others cannot:
+//! 1. every agent's `inbox.claim` is wrapped, so the batch is clean before any
+//!    `agent/pre-step` listener runs, whatever their order;
+//! 2. the guard's own pre-step entry repairs a batch claimed before the mount,
+//!    in place (the loop's default result closes over that very array);
+//! 3. the same entry sweeps the pending `nextStep`/`nextTurn` lists through the
+//!    public `inbox.splice`;
+//! 4. a `session/event` observer records each non-message at its durable write.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Array, Function, JsString, Object, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::patch::{is_patched, PatchHandle};
+use super::runtime::{forward, Installation, Role, Runtime};
+use super::{get, get_fn, get_string, is_array, remove_at, render_head, safe_string};
+use crate::config::{InboxConfig, Mode};
+use crate::inbox::{classify, decide, preview, repair_summary, Action, Field, Probe};
+use crate::ledger::{Ledger, Violation};
+
+struct Guard {
+    config: InboxConfig,
+    create_user_message: Function,
+    warn: Option<Function>,
+    ledger: Rc<RefCell<Ledger<Violation>>>,
+    patches: Vec<PatchHandle>,
+    pruned_at: usize,
+    unlisten: Vec<Function>,
+}
+
+/// Inbox guards by id.
+#[derive(Default)]
+pub(crate) struct State {
+    guards: std::collections::HashMap<u32, Guard>,
+}
+
+/// What one guard needs while it works, copied out so no borrow is held across JS calls.
+#[derive(Clone)]
+struct Ctx {
+    guard: u32,
+    mode: Mode,
+    preview_chars: u32,
+    create_user_message: Function,
+    warn: Option<Function>,
+    ledger: Rc<RefCell<Ledger<Violation>>>,
+}
+
+fn ctx(rt: &Runtime, guard: u32) -> Option<Ctx> {
+    let state = rt.inbox.try_borrow().ok()?;
+    let g = state.guards.get(&guard)?;
+    Some(Ctx {
+        guard,
+        mode: g.config.mode,
+        preview_chars: g.config.preview_chars,
+        create_user_message: g.create_user_message.clone(),
+        warn: g.warn.clone(),
+        ledger: g.ledger.clone(),
+    })
+}
+
+/// Install the inbox guard. `hooks` is `{ on(name, fn, options) → dispose, warn(text, record), createUserMessage }`.
+pub fn install(
+    config: InboxConfig,
+    ledger: Rc<RefCell<Ledger<Violation>>>,
+    hooks: &JsValue,
+) -> Result<Installation, crate::error::Error> {
+    let on = get_fn(hooks, "on");
+    let create = get_fn(hooks, "createUserMessage");
+    let (Some(on), Some(create_user_message)) = (on, create) else {
+        return Err(crate::error::Error::HostShape {
+            target: "the inbox guard's host",
+            missing: vec!["ctx.on", "createUserMessage (from @deepseek-ai/dsh-llm)"],
+        });
+    };
+    super::runtime::with(|rt| {
+        let guard = rt.next_guard();
+        if let Ok(mut state) = rt.inbox.try_borrow_mut() {
+            state.guards.insert(
+                guard,
+                Guard {
+                    config,
+                    create_user_message,
+                    warn: get_fn(hooks, "warn"),
+                    ledger,
+                    patches: Vec::new(),
+                    pruned_at: 0,
+                    unlisten: Vec::new(),
+                },
+            );
+        }
+        let prepend = Object::new();
+        let _ = Reflect::set(&prepend, &"prepend".into(), &JsValue::TRUE);
+        let mut unlisten = Vec::new();
+        for (event, role, options) in [
+            ("agent/created", Role::Created, JsValue::UNDEFINED),
+            ("agent/pre-step", Role::PreStep, prepend.into()),
+            ("session/event", Role::SessionEvent, JsValue::UNDEFINED),
+        ] {
+            let listener = rt.wrapper(guard, role, &JsValue::UNDEFINED);
+            match on.call3(&JsValue::UNDEFINED, &event.into(), &listener, &options) {
+                Ok(d) => unlisten.extend(d.dyn_into::<Function>().ok()),
+                Err(_) => {
+                    for d in unlisten {
+                        let _ = d.call0(&JsValue::UNDEFINED);
+                    }
+                    if let Ok(mut state) = rt.inbox.try_borrow_mut() {
+                        state.guards.remove(&guard);
+                    }
+                    return Err(crate::error::Error::HostShape {
+                        target: "the inbox guard's host",
+                        missing: vec!["an event source accepting agent/created, agent/pre-step, session/event"],
+                    });
+                }
+            }
+        }
+        if let Ok(mut state) = rt.inbox.try_borrow_mut() {
+            if let Some(g) = state.guards.get_mut(&guard) {
+                g.unlisten = unlisten;
+            }
+        }
+        Ok(Installation::inbox(guard))
+    })
+}
+
+/// Remove the guard: restore every wrapped `claim`, drop its listeners.
+pub(super) fn dispose(rt: &Runtime, guard: u32) {
+    let removed = rt
+        .inbox
+        .try_borrow_mut()
+        .ok()
+        .and_then(|mut s| s.guards.remove(&guard));
+    if let Some(g) = removed {
+        for d in &g.unlisten {
+            let _ = d.call0(&JsValue::UNDEFINED);
+        }
+        drop(g);
+    }
+}
+
+/// Wrap `inbox.claim` if no harness-guard wrapper is there yet.
+fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
+    if !inbox.is_object() {
+        return;
+    }
+    match get(inbox, "claim") {
+        Some(claim) if claim.is_function() && !is_patched(&claim) => {}
+        _ => return,
+    }
+    let Ok(Some(patch)) = PatchHandle::install(inbox, "claim", |previous| {
+        rt.wrapper(guard, Role::Claim, previous)
+    }) else {
+        return;
+    };
+    if let Ok(mut state) = rt.inbox.try_borrow_mut() {
+        if let Some(g) = state.guards.get_mut(&guard) {
+            g.patches.push(patch);
+            if g.patches.len() > 2 * g.pruned_at.max(32) {
+                let (live, dead): (Vec<_>, Vec<_>) = std::mem::take(&mut g.patches)
+                    .into_iter()
+                    .partition(PatchHandle::is_alive);
+                g.patches = live;
+                g.pruned_at = g.patches.len();
+                drop(dead);
+            }
+        }
+    }
+}
+
+/// `agent/created`: wrap the new agent's inbox. Never throws (a throw would veto the agent).
+pub(super) fn created(rt: &Runtime, guard: u32, payload: &JsValue) {
+    if let Some(inbox) = get(payload, "agent").and_then(|a| get(&a, "inbox")) {
+        wrap(rt, guard, &inbox);
+    }
+}
+
+/// The wrapped `inbox.claim(target, turn)`: the claimed batch is sanitized before anyone sees it.
+pub(super) fn claim(
+    rt: &Runtime,
+    guard: u32,
+    previous: &JsValue,
+    this: &JsValue,
+    args: &Array,
+) -> Result<JsValue, JsValue> {
+    let Some(cx) = ctx(rt, guard) else {
+        return forward(previous, this, args);
+    };
+    let next_step = get(this, "nextStep")
+        .and_then(|l| get(&l, "length"))
+        .and_then(|n| n.as_f64());
+    let batch = forward(previous, this, args)?;
+    if is_array(&batch) == Some(true) {
+        let session = session_id(this);
+        let split = next_step.unwrap_or(f64::INFINITY);
+        sanitize_batch(&cx, batch.unchecked_ref(), &session, |i| {
+            Some(
+                if f64::from(i) < split {
+                    "next-step"
+                } else {
+                    "next-turn"
+                }
+                .to_owned(),
+            )
+        });
+    }
+    Ok(batch)
+}
+
+/// The guard's `agent/pre-step` entry (registered `prepend`).
+pub(super) fn pre_step(rt: &Runtime, guard: u32, args: &Array) -> Result<JsValue, JsValue> {
+    let event = args.get(0);
+    let next = args.get(1);
+    if let Some(cx) = ctx(rt, guard) {
+        let inbox = get(&event, "agent").and_then(|a| get(&a, "inbox"));
+        if let Some(inbox) = &inbox {
+            wrap(rt, guard, inbox);
+        }
+        let session = inbox.as_ref().map_or(None, session_id);
+        if let Some(messages) = get(&event, "messages").filter(|m| is_array(m) == Some(true)) {
+            sanitize_batch(&cx, messages.unchecked_ref(), &session, |_| None);
+        }
+        if let Some(inbox) = &inbox {
+            sweep_pending(&cx, inbox, &session);
+        }
+    }
+    match next.dyn_ref::<Function>() {
+        Some(next) => next.call0(&JsValue::UNDEFINED),
+        None => Ok(JsValue::UNDEFINED),
+    }
+}
+
+/// `session/event`: record each non-message an `agent/inbox/spliced` write inserted.
+pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: &JsValue) {
+    if get_string(event, "type").as_deref() != Some("agent/inbox/spliced") {
+        return;
+    }
+    let Some(cx) = ctx(rt, guard) else {
+        return;
+    };
+    let data = get(event, "data").unwrap_or(JsValue::UNDEFINED);
+    let Some(inserted) = get(&data, "inserted").filter(|l| is_array(l) == Some(true)) else {
+        return;
+    };
+    let inserted: &Array = inserted.unchecked_ref();
+    let start = get(&data, "start").and_then(|s| s.as_f64()).unwrap_or(0.0);
+    let target = get_string(&data, "target");
+    let seq = get(event, "seq").and_then(|s| s.as_f64());
+    let session_id = get_string(session, "id");
+    for (i, value) in inserted.iter().enumerate() {
+        let probe = probe(&value);
+        if decide(Mode::Report, classify(&probe)) == Action::Keep {
+            continue;
+        }
+        let index = start + i as f64;
+        record(
+            &cx,
+            &value,
+            &probe,
+            Action::Observe,
+            Place {
+                origin: "durable",
+                session_id: session_id.clone(),
+                seq,
+                target: target.clone(),
+                index: to_index(index),
+            },
+        );
+    }
+}
+
+fn to_index(n: f64) -> u32 {
+    if n.is_finite() && n >= 0.0 {
+        // Clamped to u32's range first.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let i = n.min(f64::from(u32::MAX)) as u32;
+        i
+    } else {
+        0
+    }
+}
+
+fn session_id(inbox: &JsValue) -> Option<String> {
+    get(inbox, "session").and_then(|s| get_string(&s, "id"))
+}
+
+/// Where a violation was found.
+struct Place {
+    origin: &'static str,
+    session_id: Option<String>,
+    seq: Option<f64>,
+    target: Option<String>,
+    index: u32,
+}
+
+/// Sanitize a batch in place (backwards, so indices stay valid); records keep batch order.
+fn sanitize_batch(
+    cx: &Ctx,
+    batch: &Array,
+    session: &Option<String>,
+    target_of: impl Fn(u32) -> Option<String>,
+) {
+    let len = batch.length();
+    let mut found = Vec::new();
+    for i in (0..len).rev() {
+        let value = batch.get(i);
+        let probe = probe(&value);
+        let action = decide(cx.mode, classify(&probe));
+        let action = match action {
+            Action::Keep => continue,
+            Action::Repair => match repaired(cx, &value, &probe) {
+                Some(message) => {
+                    batch.set(i, message);
+                    Action::Repair
+                }
+                None => {
+                    remove_at(batch, i);
+                    Action::Drop
+                }
+            },
+            Action::Drop => {
+                remove_at(batch, i);
+                Action::Drop
+            }
+            Action::Observe => Action::Observe,
+        };
+        found.push((i, value, probe, action));
+    }
+    for (i, value, probe, action) in found.into_iter().rev() {
+        record(
+            cx,
+            &value,
+            &probe,
+            action,
+            Place {
+                origin: "claimed",
+                session_id: session.clone(),
+                seq: None,
+                target: target_of(i),
+                index: i,
+            },
+        );
+    }
+}
+
+/// Repair or drop bad entries of both pending lists through `inbox.splice`.
+fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Option<String>) {
+    let Some(splice) = get_fn(inbox, "splice") else {
+        return;
+    };
+    for (target, key) in [("next-step", "nextStep"), ("next-turn", "nextTurn")] {
+        let Some(list) = get(inbox, key).filter(|l| is_array(l) == Some(true)) else {
+            continue;
+        };
+        let list: Array = list.unchecked_into();
+        for i in (0..list.length()).rev() {
+            let value = list.get(i);
+            let probe = probe(&value);
+            let mut action = decide(cx.mode, classify(&probe));
+            let replacement = match action {
+                Action::Keep => continue,
+                Action::Observe => None,
+                Action::Repair => match repaired(cx, &value, &probe) {
+                    Some(message) => Some(Array::of1(&message)),
+                    None => {
+                        action = Action::Drop;
+                        Some(Array::new())
+                    }
+                },
+                Action::Drop => Some(Array::new()),
+            };
+            if let Some(inserted) = replacement {
+                let args = Array::of4(&target.into(), &i.into(), &1.into(), &inserted);
+                if let Err(error) = splice.apply(inbox, &args) {
+                    warn(cx, &format!(
+                        "harness-guard: could not fix pending inbox entry {target}[{i}] of session {}: {}",
+                        session.as_deref().unwrap_or("?"),
+                        String::from(safe_string(&error))
+                    ));
+                    action = Action::Observe;
+                }
+            }
+            record(
+                cx,
+                &value,
+                &probe,
+                action,
+                Place {
+                    origin: "pending",
+                    session_id: session.clone(),
+                    seq: None,
+                    target: Some(target.to_owned()),
+                    index: i,
+                },
+            );
+        }
+    }
+}
+
+/// The user message a scalar becomes; `None` if the host refused to make one.
+fn repaired(cx: &Ctx, value: &JsValue, probe: &Probe) -> Option<JsValue> {
+    let text: JsValue = if value.is_string() {
+        value.clone()
+    } else {
+        safe_string(value).into()
+    };
+    let part = Object::new();
+    Reflect::set(&part, &"type".into(), &"text".into()).ok()?;
+    Reflect::set(&part, &"text".into(), &text).ok()?;
+    let source = Object::new();
+    for (k, v) in [
+        ("kind", "plugin".to_owned()),
+        ("plugin", "inbox-input-guard".to_owned()),
+        ("form", "notice".to_owned()),
+        ("summary", repair_summary(probe)),
+    ] {
+        Reflect::set(&source, &k.into(), &v.into()).ok()?;
+    }
+    let spec = Object::new();
+    Reflect::set(&spec, &"content".into(), &Array::of1(&part)).ok()?;
+    Reflect::set(&spec, &"source".into(), &source).ok()?;
+    let message = cx
+        .create_user_message
+        .call1(&JsValue::UNDEFINED, &spec)
+        .ok()?;
+    (classify(&self::probe(&message)) == crate::inbox::Class::Message).then_some(message)
+}
+
+fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place) {
+    let Some(action_name) = action.recorded() else {
+        return;
+    };
+    let (head, longer) = render_head(value, cx.preview_chars);
+    let violation = Violation {
+        at: js_sys::Date::now(),
+        origin: place.origin,
+        session_id: place.session_id,
+        seq: place.seq,
+        target: place.target,
+        index: place.index,
+        value_kind: probe.kind(),
+        preview: preview(&head, longer, cx.preview_chars),
+        action: action_name,
+    };
+    let text = format!(
+        "harness-guard: {} inbox entry in session {} ({}): {} {:?} {}",
+        match place.origin {
+            "durable" => "durable write of a non-message",
+            "pending" => "pending non-message",
+            _ => "claimed non-message",
+        },
+        violation.session_id.as_deref().unwrap_or("?"),
+        match (place.origin, violation.seq, &violation.target) {
+            ("durable", Some(seq), Some(t)) => format!("log seq {seq}, {t}[{}]", violation.index),
+            (_, _, Some(t)) => format!("{t}[{}]", violation.index),
+            _ => format!("claimed position {}", violation.index),
+        },
+        violation.value_kind,
+        violation.preview,
+        match action {
+            Action::Repair => "repaired into a user message",
+            Action::Drop => "dropped (quarantined)",
+            _ => "left as it is (observed)",
+        }
+    );
+    let js = serde_wasm_bindgen::to_value(&violation).unwrap_or(JsValue::UNDEFINED);
+    if let Ok(mut ledger) = cx.ledger.try_borrow_mut() {
+        ledger.push(violation);
+    }
+    if let Some(w) = &cx.warn {
+        let _ = w.call2(&JsValue::UNDEFINED, &text.into(), &js);
+    }
+    let _ = cx.guard;
+}
+
+fn warn(cx: &Ctx, text: &str) {
+    if let Some(w) = &cx.warn {
+        let _ = w.call1(&JsValue::UNDEFINED, &text.into());
+    }
+}
+
+/// Reduce a value to what classification needs, reading every property defensively.
+fn probe(value: &JsValue) -> Probe {
+    if value.is_string() {
+        return Probe::String;
+    }
+    if let Some(n) = value.as_f64() {
+        return Probe::Number {
+            finite: n.is_finite(),
+        };
+    }
+    if value.as_bool().is_some() {
+        return Probe::Boolean;
+    }
+    if value.is_bigint() {
+        return Probe::BigInt;
+    }
+    if value.is_null() {
+        return Probe::Null;
+    }
+    if value.is_undefined() {
+        return Probe::Undefined;
+    }
+    if value.is_symbol() {
+        return Probe::Symbol;
+    }
+    if value.is_function() {
+        return Probe::Function;
+    }
+    match is_array(value) {
+        Some(true) => return Probe::Array,
+        None => return Probe::Unreadable,
+        Some(false) => {}
+    }
+    Probe::Object {
+        id: field(value, "id", None),
+        role: field(value, "role", Some("user")),
+        content: field(value, "content", None),
+        source: field(value, "source", None),
+    }
+}
+
+fn field(object: &JsValue, key: &str, expected: Option<&str>) -> Field {
+    let Ok(v) = Reflect::get(object, &JsValue::from_str(key)) else {
+        return Field::Unreadable;
+    };
+    if v.is_undefined() {
+        return Field::Missing;
+    }
+    if v.is_string() {
+        let s: &JsString = v.unchecked_ref();
+        return Field::Str {
+            len: s.length() as usize,
+            expected: expected.is_some_and(|e| v == JsValue::from_str(e)),
+        };
+    }
+    match is_array(&v) {
+        Some(true) => return Field::Array,
+        None => return Field::Unreadable,
+        Some(false) => {}
+    }
+    if v.is_object() {
+        return match Reflect::get(&v, &"kind".into()) {
+            Ok(kind) => Field::Object {
+                kind_is_string: kind.is_string(),
+            },
+            Err(_) => Field::Unreadable,
+        };
+    }
+    Field::Other
+}

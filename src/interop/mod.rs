@@ -1,0 +1,191 @@
+//! The JavaScript boundary: bindings, defensive reads, and the guards that patch the host.
+//!
+//! Everything that touches `JsValue` lives below this module. Host calls that can
+//! throw are bound with `catch`; a host exception the guard only passes along is
+//! re-thrown unchanged. No call into JavaScript is made while a `RefCell` borrow
+//! is held, because JavaScript may call straight back in.
+
+mod inbox;
+mod inspect;
+mod patch;
+mod runtime;
+
+pub use inbox::install as install_inbox;
+pub use inspect::install as install_inspect;
+pub use runtime::Installation;
+
+use js_sys::{Array, Function, JsString, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::config::Raw;
+use crate::error::Error;
+
+#[wasm_bindgen(module = "/src/interop/helpers.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = makeWrapper)]
+    fn make_wrapper(dispatch: &Function, token: u32, previous: &JsValue) -> Function;
+    fn chain(inner: &js_sys::Promise, key: f64, settle: &Function);
+    #[wasm_bindgen(js_name = safeString)]
+    fn safe_string(value: &JsValue) -> JsString;
+    fn render(value: &JsValue) -> JsString;
+    #[wasm_bindgen(js_name = isArray)]
+    fn is_array(value: &JsValue) -> Option<bool>;
+    #[wasm_bindgen(js_name = removeAt)]
+    fn remove_at(array: &Array, index: u32);
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `AbortController`.
+    #[wasm_bindgen(js_name = AbortController)]
+    type AbortController;
+    #[wasm_bindgen(constructor, js_class = "AbortController", catch)]
+    fn new() -> Result<AbortController, JsValue>;
+    #[wasm_bindgen(method, getter)]
+    fn signal(this: &AbortController) -> AbortSignal;
+    #[wasm_bindgen(method)]
+    fn abort(this: &AbortController);
+
+    /// `AbortSignal`.
+    #[wasm_bindgen(js_name = AbortSignal)]
+    type AbortSignal;
+    #[wasm_bindgen(method, getter)]
+    fn aborted(this: &AbortSignal) -> bool;
+    #[wasm_bindgen(static_method_of = AbortSignal, js_name = any, catch)]
+    fn any(signals: &Array) -> Result<AbortSignal, JsValue>;
+
+    #[wasm_bindgen(js_name = setTimeout, catch)]
+    fn set_timeout(callback: &Function, delay_ms: f64) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(handle: &JsValue);
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn monotonic_now() -> f64;
+    #[wasm_bindgen(js_namespace = Reflect, js_name = getOwnPropertyDescriptor, catch)]
+    fn own_descriptor(target: &JsValue, key: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+/// The registered marker every wrapper carries: `{ original, owner }`.
+fn patched_marker() -> JsValue {
+    js_sys::Symbol::for_("harness-guard.patched").into()
+}
+
+/// `Symbol.for('cordis.original')`.
+fn cordis_original() -> JsValue {
+    js_sys::Symbol::for_("cordis.original").into()
+}
+
+/// The object under `Symbol.for('cordis.original')`, else the value itself. Never throws.
+pub fn original_of(value: &JsValue) -> JsValue {
+    if !value.is_object() {
+        return value.clone();
+    }
+    match Reflect::get(value, &cordis_original()) {
+        Ok(inner) if inner.is_object() => inner,
+        _ => value.clone(),
+    }
+}
+
+/// `value[key]`, or `None` when reading throws.
+fn get(value: &JsValue, key: &str) -> Option<JsValue> {
+    if !value.is_object() && !value.is_function() {
+        return None;
+    }
+    Reflect::get(value, &JsValue::from_str(key)).ok()
+}
+
+/// `value[key]` as a function, when it is one.
+fn get_fn(value: &JsValue, key: &str) -> Option<Function> {
+    get(value, key)?.dyn_into::<Function>().ok()
+}
+
+/// `value[key]` as a Rust string, when it is a string.
+fn get_string(value: &JsValue, key: &str) -> Option<String> {
+    get(value, key)?.as_string()
+}
+
+/// `String(value)`, cut to `max` UTF-16 units with `…`, never throwing.
+fn text_of(value: &JsValue, max: u32) -> String {
+    let text = safe_string(value);
+    let len = text.length();
+    if len <= max {
+        String::from(text)
+    } else {
+        format!("{}…", String::from(text.slice(0, max)))
+    }
+}
+
+/// A prefix of [`render`] long enough for `chars` characters, and whether it was cut.
+fn render_head(value: &JsValue, chars: u32) -> (String, bool) {
+    let text = render(value);
+    let len = text.length();
+    let units = chars.saturating_mul(2).saturating_add(2);
+    if len <= units {
+        (String::from(text), false)
+    } else {
+        (String::from(text.slice(0, units)), true)
+    }
+}
+
+/// A real `Error` carrying `code`, as JavaScript branches on it.
+pub fn to_js_error(error: &Error) -> JsValue {
+    let js = js_sys::Error::new(&error.to_string());
+    // Setting an own data property on a fresh Error cannot fail.
+    let _ = Reflect::set(
+        &js,
+        &JsValue::from_str("code"),
+        &JsValue::from_str(error.code()),
+    );
+    if let Error::InvalidConfig { field, .. } = error {
+        let _ = Reflect::set(&js, &JsValue::from_str("field"), &JsValue::from_str(field));
+    }
+    js.into()
+}
+
+/// Read any JavaScript value into a [`Raw`] config tree, never throwing.
+pub fn raw_config(value: &JsValue) -> Raw {
+    raw_at(value, 0)
+}
+
+fn raw_at(value: &JsValue, depth: u8) -> Raw {
+    if value.is_undefined() || value.is_null() {
+        return Raw::Absent;
+    }
+    if let Some(b) = value.as_bool() {
+        return Raw::Bool(b);
+    }
+    if let Some(n) = value.as_f64() {
+        return Raw::Number(n);
+    }
+    if let Some(s) = value.as_string() {
+        return Raw::Str(s);
+    }
+    if value.is_function() {
+        return Raw::Other("function".into());
+    }
+    if is_array(value) != Some(false) {
+        return Raw::Other("array".into());
+    }
+    if !value.is_object() || depth > 4 {
+        return Raw::Other(value.js_typeof().as_string().unwrap_or_default());
+    }
+    let Ok(keys) = Reflect::own_keys(value) else {
+        return Raw::Other("object".into());
+    };
+    let mut entries = Vec::new();
+    for key in keys.iter() {
+        let Some(name) = key.as_string() else {
+            continue;
+        };
+        let descriptor = own_descriptor(value, &key).unwrap_or(JsValue::UNDEFINED);
+        if get(&descriptor, "enumerable").and_then(|e| e.as_bool()) != Some(true) {
+            continue;
+        }
+        let field = match Reflect::get(value, &key) {
+            Ok(v) => raw_at(&v, depth + 1),
+            Err(_) => Raw::Other("unreadable".into()),
+        };
+        entries.push((name, field));
+    }
+    Raw::Object(entries)
+}

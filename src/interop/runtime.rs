@@ -1,0 +1,310 @@
+//! The owner of everything long-lived: guard state, the closures JavaScript calls, the deadline timer.
+//!
+//! The closures are made once per wasm instance, not per call or per patch:
+//! every wrapper and listener is a small JavaScript function that calls
+//! [`Runtime::dispatch`] with a token naming its guard and role, so a wrapper
+//! read before disposal still works afterwards (it forwards to the method it
+//! replaced). A flight's continuation is reported through [`Runtime::settle`].
+//!
+//! One host timer serves every deadline: it is armed for the earliest due
+//! flight, re-armed when that changes, and cleared when nothing waits. While a
+//! guarded query waits the timer is ref'd, so a process whose only work is that
+//! query lives until the deadline fires.
+
+use std::cell::{Cell, RefCell};
+
+use js_sys::{Array, Function};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::{clear_timeout, inbox, inspect, make_wrapper, monotonic_now, set_timeout};
+
+/// What a wrapper or listener is for; the low bits of its token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    /// `registry.query`.
+    Query = 0,
+    /// `registry.resolveClientQuery`.
+    Resolve = 1,
+    /// A `cordis/inspect-query` listener.
+    Announce = 2,
+    /// An inbox's `claim`.
+    Claim = 3,
+    /// The `agent/pre-step` entry.
+    PreStep = 4,
+    /// The `agent/created` listener.
+    Created = 5,
+    /// The `session/event` observer.
+    SessionEvent = 6,
+}
+
+const ROLE_BITS: u32 = 3;
+
+impl Role {
+    fn of(token: u32) -> Option<Self> {
+        Some(match token & ((1 << ROLE_BITS) - 1) {
+            0 => Role::Query,
+            1 => Role::Resolve,
+            2 => Role::Announce,
+            3 => Role::Claim,
+            4 => Role::PreStep,
+            5 => Role::Created,
+            6 => Role::SessionEvent,
+            _ => return None,
+        })
+    }
+}
+
+type Dispatch = dyn Fn(u32, JsValue, JsValue, Array) -> Result<JsValue, JsValue>;
+
+/// The process-wide runtime; reached through [`with`].
+pub(super) struct Runtime {
+    /// Inspect guards and their flights.
+    pub(super) inspect: RefCell<inspect::State>,
+    /// Inbox guards.
+    pub(super) inbox: RefCell<inbox::State>,
+    next_guard: Cell<u32>,
+    dispatch: Closure<Dispatch>,
+    settle: Closure<dyn Fn(f64, bool, JsValue)>,
+    tick: Closure<dyn Fn()>,
+    timer: RefCell<Timer>,
+    /// The string `"client"`, compared by `===` without copying the argument.
+    pub(super) client: JsValue,
+}
+
+#[derive(Default)]
+struct Timer {
+    handle: Option<JsValue>,
+    armed_for: Option<f64>,
+}
+
+thread_local! {
+    static RUNTIME: Runtime = Runtime::new();
+}
+
+/// Run `f` with the runtime.
+pub(super) fn with<R>(f: impl FnOnce(&Runtime) -> R) -> R {
+    RUNTIME.with(f)
+}
+
+impl Runtime {
+    fn new() -> Self {
+        let dispatch: Closure<Dispatch> = Closure::new(
+            |token: u32, previous: JsValue, this: JsValue, args: Array| {
+                with(|rt| rt.route(token, &previous, &this, &args))
+            },
+        );
+        let settle = Closure::<dyn Fn(f64, bool, JsValue)>::new(|key: f64, ok: bool, value| {
+            with(|rt| inspect::settle(rt, key, ok, &value));
+        });
+        let tick = Closure::<dyn Fn()>::new(|| with(inspect::tick));
+        Self {
+            inspect: RefCell::default(),
+            inbox: RefCell::default(),
+            next_guard: Cell::new(1),
+            dispatch,
+            settle,
+            tick,
+            timer: RefCell::default(),
+            client: JsValue::from_str("client"),
+        }
+    }
+
+    /// A fresh guard id.
+    pub(super) fn next_guard(&self) -> u32 {
+        let id = self.next_guard.get();
+        self.next_guard
+            .set(id.wrapping_add(1) & (u32::MAX >> ROLE_BITS));
+        id
+    }
+
+    /// A JavaScript function that forwards `(this, args)` to this guard's `role`.
+    pub(super) fn wrapper(&self, guard: u32, role: Role, previous: &JsValue) -> Function {
+        let token = (guard << ROLE_BITS) | role as u32;
+        make_wrapper(self.dispatch.as_ref().unchecked_ref(), token, previous)
+    }
+
+    /// The continuation every flight reports to.
+    pub(super) fn settle_fn(&self) -> &Function {
+        self.settle.as_ref().unchecked_ref()
+    }
+
+    fn route(
+        &self,
+        token: u32,
+        previous: &JsValue,
+        this: &JsValue,
+        args: &Array,
+    ) -> Result<JsValue, JsValue> {
+        let guard = token >> ROLE_BITS;
+        match Role::of(token) {
+            Some(Role::Query) => inspect::query(self, guard, previous, this, args),
+            Some(Role::Resolve) => inspect::resolve(self, guard, previous, this, args),
+            Some(Role::Announce) => {
+                inspect::announce(self, &args.get(0));
+                Ok(JsValue::UNDEFINED)
+            }
+            Some(Role::Claim) => inbox::claim(self, guard, previous, this, args),
+            Some(Role::PreStep) => inbox::pre_step(self, guard, args),
+            Some(Role::Created) => {
+                inbox::created(self, guard, &args.get(0));
+                Ok(JsValue::UNDEFINED)
+            }
+            Some(Role::SessionEvent) => {
+                inbox::session_event(self, guard, &args.get(0), &args.get(1));
+                Ok(JsValue::UNDEFINED)
+            }
+            None => forward(previous, this, args),
+        }
+    }
+
+    /// Arm the one timer for `due` (ms on the monotonic clock), or clear it for `None`.
+    ///
+    /// An armed timer due no later than `due` is kept: when it fires, the flights
+    /// still waiting re-arm it.
+    pub(super) fn arm(&self, due: Option<f64>) {
+        let mut old = None;
+        let mut schedule = None;
+        {
+            let Ok(mut timer) = self.timer.try_borrow_mut() else {
+                return;
+            };
+            match (due, timer.armed_for) {
+                (None, _) => {
+                    old = timer.handle.take();
+                    timer.armed_for = None;
+                }
+                (Some(due), Some(armed)) if armed <= due && timer.handle.is_some() => {}
+                (Some(due), _) => {
+                    old = timer.handle.take();
+                    timer.armed_for = Some(due);
+                    schedule = Some(due);
+                }
+            }
+        }
+        if let Some(handle) = old {
+            clear_timeout(&handle);
+        }
+        if let Some(due) = schedule {
+            let delay = (due - monotonic_now()).max(0.0).ceil();
+            let handle = set_timeout(self.tick.as_ref().unchecked_ref(), delay).ok();
+            if let Ok(mut timer) = self.timer.try_borrow_mut() {
+                if handle.is_none() {
+                    timer.armed_for = None;
+                }
+                timer.handle = handle;
+            }
+        }
+    }
+
+    /// The timer fired: it is no longer armed.
+    pub(super) fn fired(&self) {
+        if let Ok(mut timer) = self.timer.try_borrow_mut() {
+            timer.handle = None;
+            timer.armed_for = None;
+        }
+    }
+
+    /// Whether the deadline timer is armed (for tests and diagnostics).
+    pub(super) fn timer_armed(&self) -> bool {
+        self.timer
+            .try_borrow()
+            .map(|t| t.handle.is_some())
+            .unwrap_or(true)
+    }
+}
+
+/// Call `previous` with the caller's `this` and arguments, unchanged.
+pub(super) fn forward(
+    previous: &JsValue,
+    this: &JsValue,
+    args: &Array,
+) -> Result<JsValue, JsValue> {
+    match previous.dyn_ref::<Function>() {
+        Some(f) => f.apply(this, args),
+        None => Err(js_sys::TypeError::new("harness-guard: the wrapped method is gone").into()),
+    }
+}
+
+/// Which half an [`Installation`] belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Half {
+    Inspect,
+    Inbox,
+}
+
+/// One installed guard. `dispose()` (or dropping it) undoes every effect of the install.
+#[wasm_bindgen]
+#[derive(Debug)]
+#[must_use = "dropping an Installation disposes the guard at once"]
+pub struct Installation {
+    half: Half,
+    guard: u32,
+    live: bool,
+}
+
+impl Installation {
+    pub(super) fn inspect(guard: u32) -> Self {
+        Self {
+            half: Half::Inspect,
+            guard,
+            live: true,
+        }
+    }
+
+    pub(super) fn inbox(guard: u32) -> Self {
+        Self {
+            half: Half::Inbox,
+            guard,
+            live: true,
+        }
+    }
+
+    /// An installation that installed nothing (the target was already guarded).
+    pub(super) fn inert() -> Self {
+        Self {
+            half: Half::Inbox,
+            guard: 0,
+            live: false,
+        }
+    }
+}
+
+#[wasm_bindgen]
+impl Installation {
+    /// Undo the install: restore methods by marker, remove listeners, clear timers,
+    /// and reject every guarded query still in flight. Idempotent.
+    pub fn dispose(&mut self) {
+        if !std::mem::replace(&mut self.live, false) {
+            return;
+        }
+        match self.half {
+            Half::Inspect => with(|rt| inspect::dispose(rt, self.guard)),
+            Half::Inbox => with(|rt| inbox::dispose(rt, self.guard)),
+        }
+    }
+
+    /// Whether this installation is still in effect.
+    #[wasm_bindgen(getter)]
+    pub fn active(&self) -> bool {
+        self.live
+    }
+
+    /// Flights in the air across every inspect guard, and whether the deadline timer is armed.
+    #[wasm_bindgen(js_name = inFlight)]
+    pub fn in_flight() -> Array {
+        with(|rt| {
+            let flights = rt.inspect.try_borrow().map(|s| s.in_flight()).unwrap_or(0);
+            Array::of2(
+                &JsValue::from(flights as u32),
+                &JsValue::from(rt.timer_armed()),
+            )
+        })
+    }
+}
+
+impl Drop for Installation {
+    fn drop(&mut self) {
+        self.dispose();
+    }
+}
