@@ -179,6 +179,11 @@ pub(super) fn created(rt: &Runtime, guard: u32, payload: &JsValue) {
 }
 
 /// The wrapped `inbox.claim(target, turn)`: the claimed batch is sanitized before anyone sees it.
+///
+/// When the guard drops every entry of a turn's batch while more turns are
+/// queued, it claims the next queued prompt for this turn: an emptied turn would
+/// otherwise end `completed` without looking at the queue, stranding it until
+/// something else wakes the agent.
 pub(super) fn claim(
     rt: &Runtime,
     guard: u32,
@@ -189,25 +194,30 @@ pub(super) fn claim(
     let Some(cx) = ctx(rt, guard) else {
         return forward(previous, this, args);
     };
-    let next_step = get(this, "nextStep")
-        .and_then(|l| get(&l, "length"))
-        .and_then(|n| n.as_f64());
-    let batch = forward(previous, this, args)?;
-    if is_array(&batch) == Some(true) {
-        let session = session_id(this);
-        let split = next_step.unwrap_or(f64::INFINITY);
-        sanitize_batch(&cx, batch.unchecked_ref(), &session, |i| {
-            Some(
-                if f64::from(i) < split {
-                    "next-step"
-                } else {
-                    "next-turn"
-                }
-                .to_owned(),
-            )
+    let session = session_id(this);
+    let for_turn = args.get(0).as_string().as_deref() == Some("next-turn");
+    loop {
+        let next_step = list_len(this, "nextStep");
+        let batch = forward(previous, this, args)?;
+        if is_array(&batch) != Some(true) {
+            return Ok(batch);
+        }
+        let batch: Array = batch.unchecked_into();
+        let claimed = batch.length();
+        let split = next_step.unwrap_or(u32::MAX);
+        sanitize_batch(&cx, &batch, &session, |i| {
+            Some(if i < split { "next-step" } else { "next-turn" }.to_owned())
         });
+        let emptied = claimed > 0 && batch.length() == 0;
+        if !(emptied && for_turn && list_len(this, "nextTurn").unwrap_or(0) > 0) {
+            return Ok(batch.into());
+        }
     }
-    Ok(batch)
+}
+
+fn list_len(inbox: &JsValue, key: &str) -> Option<u32> {
+    let n = get(inbox, key).and_then(|l| get(&l, "length"))?.as_f64()?;
+    Some(to_index(n))
 }
 
 /// The guard's `agent/pre-step` entry (registered `prepend`).
