@@ -69,7 +69,7 @@ demo: $(INSTALLED)
 lint: .wasm-target
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
-	cargo clippy --target wasm32-unknown-unknown -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown --all-targets -- -D warnings
 
 test-rust:
 	cargo test

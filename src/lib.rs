@@ -36,7 +36,8 @@ mod exports {
     use wasm_bindgen::prelude::*;
 
     use crate::config::{self, Config};
-    use crate::interop::{self, to_js_error, Installation};
+    pub use crate::interop::Installation;
+    use crate::interop::{self, to_js_error};
     use crate::ledger::{InspectReport, Ledger, Violation};
 
     fn js_err(e: &crate::error::Error) -> JsValue {

@@ -229,7 +229,7 @@ pub(super) fn pre_step(rt: &Runtime, guard: u32, args: &Array) -> Result<JsValue
         if let Some(inbox) = &inbox {
             wrap(rt, guard, inbox);
         }
-        let session = inbox.as_ref().map_or(None, session_id);
+        let session = inbox.as_ref().and_then(session_id);
         if let Some(messages) = get(&event, "messages").filter(|m| is_array(m) == Some(true)) {
             sanitize_batch(&cx, messages.unchecked_ref(), &session, |_| None);
         }

@@ -1,0 +1,178 @@
+//! Cases shared by every host the boundary tests run on.
+
+use harness_guard::{install_inspect_guard, parse_config, InspectLedger};
+use js_sys::{Object, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+#[wasm_bindgen(module = "/tests/fixtures/host.js")]
+extern "C" {
+    type FakeRegistry;
+    #[wasm_bindgen(constructor)]
+    fn new() -> FakeRegistry;
+    #[wasm_bindgen(js_name = hooksFor)]
+    fn hooks_for(registry: &FakeRegistry) -> JsValue;
+    #[wasm_bindgen(js_name = newSignal)]
+    fn new_signal() -> JsValue;
+    #[wasm_bindgen(js_name = hasOwn)]
+    fn has_own(target: &JsValue, key: &str) -> bool;
+    #[wasm_bindgen(js_name = markerOf)]
+    fn marker_of(f: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = callQuery)]
+    fn call_query(target: &JsValue, platform: &str, agent: &str, signal: &JsValue) -> Promise;
+    #[wasm_bindgen(js_name = pendingSize)]
+    fn pending_size(registry: &FakeRegistry) -> u32;
+    #[wasm_bindgen(js_name = seenThisIs)]
+    fn seen_this_is(registry: &FakeRegistry, index: u32, value: &JsValue) -> bool;
+}
+
+fn get(v: &JsValue, k: &str) -> JsValue {
+    Reflect::get(v, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn options(deadline_ms: f64) -> JsValue {
+    let o = Object::new();
+    Reflect::set(&o, &"deadlineMs".into(), &deadline_ms.into()).unwrap();
+    o.into()
+}
+
+fn install(
+    registry: &FakeRegistry,
+    deadline_ms: f64,
+) -> Result<harness_guard::Installation, JsValue> {
+    let hooks = get(&hooks_for(registry), "hooks");
+    install_inspect_guard(
+        registry.into(),
+        options(deadline_ms),
+        &InspectLedger::new(),
+        hooks,
+    )
+}
+
+#[wasm_bindgen_test]
+fn config_errors_cross_as_coded_js_errors() {
+    let config = js_sys::JSON::parse(r#"{"inspect":{"deadlineMs":0}}"#).unwrap();
+    let err = parse_config(config).unwrap_err();
+    assert!(err.is_instance_of::<js_sys::Error>());
+    assert_eq!(get(&err, "code"), "HARNESS_GUARD_INVALID_CONFIG");
+    assert_eq!(get(&err, "field"), "inspect.deadlineMs");
+    let message = get(&err, "message").as_string().unwrap();
+    assert!(message.contains("1..=2147483647"), "{message}");
+}
+
+#[wasm_bindgen_test]
+fn defaults_come_back_normalized() {
+    let c = parse_config(JsValue::UNDEFINED).unwrap();
+    assert_eq!(get(&get(&c, "inspect"), "deadlineMs"), 15000);
+    assert_eq!(get(&get(&c, "inspect"), "refusalGraceMs"), 1000);
+    assert_eq!(get(&get(&c, "inbox"), "mode"), "repair");
+}
+
+#[wasm_bindgen_test]
+fn a_registry_without_resolve_is_left_untouched() {
+    let bare = Object::new();
+    let query = js_sys::Function::new_no_args("return 1");
+    Reflect::set(&bare, &"query".into(), &query).unwrap();
+    let hooks = get(&hooks_for(&FakeRegistry::new()), "hooks");
+    let err = install_inspect_guard(
+        bare.clone().into(),
+        options(10.0),
+        &InspectLedger::new(),
+        hooks,
+    )
+    .unwrap_err();
+    assert_eq!(get(&err, "code"), "HARNESS_GUARD_HOST_SHAPE");
+    assert_eq!(
+        get(&bare, "query"),
+        JsValue::from(query),
+        "nothing was patched"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn host_queries_pass_through_with_the_callers_this() {
+    let registry = FakeRegistry::new();
+    let mut installed = install(&registry, 1000.0).unwrap();
+    let target: JsValue = registry.clone().into();
+    assert!(has_own(&target, "query"), "the wrapper is an own property");
+    assert!(get(&marker_of(&get(&target, "query")), "original").is_function());
+    let value = JsFuture::from(call_query(&target, "host", "a", &new_signal()))
+        .await
+        .unwrap();
+    assert_eq!(get(&value, "host"), JsValue::TRUE);
+    assert!(
+        seen_this_is(&registry, 0, &target),
+        "this reached the previous method unchanged"
+    );
+    installed.dispose();
+    assert!(
+        !has_own(&target, "query"),
+        "restored: the inherited method shows again"
+    );
+    assert!(!has_own(&target, "resolveClientQuery"));
+}
+
+#[wasm_bindgen_test]
+async fn a_second_install_wraps_nothing() {
+    let registry = FakeRegistry::new();
+    let target: JsValue = registry.clone().into();
+    let mut first = install(&registry, 1000.0).unwrap();
+    let wrapper = get(&target, "query");
+    let second = install(&registry, 1000.0).unwrap();
+    assert!(!second.active(), "the second install is inert");
+    assert_eq!(get(&target, "query"), wrapper);
+    drop(second);
+    assert_eq!(
+        get(&target, "query"),
+        wrapper,
+        "dropping the inert one restores nothing"
+    );
+    first.dispose();
+    assert!(!has_own(&target, "query"));
+}
+
+#[wasm_bindgen_test]
+async fn a_deadline_rejects_with_a_coded_error_and_clears_the_entry() {
+    let registry = FakeRegistry::new();
+    let target: JsValue = registry.clone().into();
+    let mut installed = install(&registry, 20.0).unwrap();
+    let err = JsFuture::from(call_query(&target, "client", "a", &new_signal()))
+        .await
+        .unwrap_err();
+    assert!(err.is_instance_of::<js_sys::Error>());
+    assert_eq!(get(&err, "code"), "INSPECT_CLIENT_DEADLINE");
+    assert!(get(&err, "message")
+        .as_string()
+        .unwrap()
+        .contains("within 20ms"));
+    assert_eq!(
+        pending_size(&registry),
+        0,
+        "the registry's abort path removed the entry"
+    );
+    let in_flight = harness_guard::Installation::in_flight();
+    assert_eq!(in_flight.get(0), 0);
+    assert_eq!(
+        in_flight.get(1),
+        JsValue::FALSE,
+        "no timer outlives its query"
+    );
+    installed.dispose();
+}
+
+#[wasm_bindgen_test]
+async fn disposal_rejects_flights_at_once() {
+    let registry = FakeRegistry::new();
+    let target: JsValue = registry.clone().into();
+    let mut installed = install(&registry, 60_000.0).unwrap();
+    let waiting = call_query(&target, "client", "a", &new_signal());
+    installed.dispose();
+    let err = JsFuture::from(waiting).await.unwrap_err();
+    assert_eq!(get(&err, "code"), "INSPECT_CLIENT_GUARD_DISPOSED");
+    assert_eq!(pending_size(&registry), 0);
+    assert_eq!(
+        harness_guard::Installation::in_flight().get(1),
+        JsValue::FALSE
+    );
+}
