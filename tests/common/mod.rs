@@ -94,7 +94,7 @@ fn a_registry_without_resolve_is_left_untouched() {
 async fn host_queries_pass_through_with_the_callers_this() {
     let registry = FakeRegistry::new();
     let mut installed = install(&registry, 1000.0).unwrap();
-    let target: JsValue = registry.clone().into();
+    let target: JsValue = registry.clone();
     assert!(has_own(&target, "query"), "the wrapper is an own property");
     assert!(get(&marker_of(&get(&target, "query")), "original").is_function());
     let value = JsFuture::from(call_query(&target, "host", "a", &new_signal()))
@@ -116,7 +116,7 @@ async fn host_queries_pass_through_with_the_callers_this() {
 #[wasm_bindgen_test]
 async fn a_second_install_wraps_nothing() {
     let registry = FakeRegistry::new();
-    let target: JsValue = registry.clone().into();
+    let target: JsValue = registry.clone();
     let mut first = install(&registry, 1000.0).unwrap();
     let wrapper = get(&target, "query");
     let second = install(&registry, 1000.0).unwrap();
@@ -135,7 +135,7 @@ async fn a_second_install_wraps_nothing() {
 #[wasm_bindgen_test]
 async fn a_deadline_rejects_with_a_coded_error_and_clears_the_entry() {
     let registry = FakeRegistry::new();
-    let target: JsValue = registry.clone().into();
+    let target: JsValue = registry.clone();
     let mut installed = install(&registry, 20.0).unwrap();
     let err = JsFuture::from(call_query(&target, "client", "a", &new_signal()))
         .await
@@ -164,7 +164,7 @@ async fn a_deadline_rejects_with_a_coded_error_and_clears_the_entry() {
 #[wasm_bindgen_test]
 async fn disposal_rejects_flights_at_once() {
     let registry = FakeRegistry::new();
-    let target: JsValue = registry.clone().into();
+    let target: JsValue = registry.clone();
     let mut installed = install(&registry, 60_000.0).unwrap();
     let waiting = call_query(&target, "client", "a", &new_signal());
     installed.dispose();
