@@ -24,3 +24,30 @@ export const Config = Schema.object({
       .description('Longest preview of a recorded value, in characters. Integer, 1 ..= 100000.'),
   }).description('Agent inbox entries'),
 })
+
+// The loader validates a candidate config through `Config['~standard'].validate`
+// before it tears the running plugin down. Run the Rust checks there too, so an
+// invalid change is refused while the last good tree keeps running.
+const standard = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Config), '~standard')?.get
+if (standard) {
+  Object.defineProperty(Config, '~standard', {
+    configurable: true,
+    get() {
+      const inner = standard.call(this)
+      return {
+        ...inner,
+        validate(value) {
+          const result = inner.validate(value)
+          if (result.issues) return result
+          try {
+            parseConfig(result.value)
+            return result
+          } catch (error) {
+            if (error?.code !== 'HARNESS_GUARD_INVALID_CONFIG') throw error
+            return { issues: [{ message: error.message, path: error.field.split('.') }] }
+          }
+        },
+      }
+    },
+  })
+}
