@@ -26,7 +26,7 @@ export const Config = Schema.object({
 })
 
 // The loader validates a candidate config through `Config['~standard'].validate`
-// before it tears the running plugin down. Run the Rust checks there too, so an
+// before it tears the running plugin down. Run the Rust checks there first, so an
 // invalid change is refused while the last good tree keeps running.
 const standard = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Config), '~standard')?.get
 if (standard) {
@@ -37,15 +37,13 @@ if (standard) {
       return {
         ...inner,
         validate(value) {
-          const result = inner.validate(value)
-          if (result.issues) return result
           try {
-            parseConfig(result.value)
-            return result
+            parseConfig(value)
           } catch (error) {
             if (error?.code !== 'HARNESS_GUARD_INVALID_CONFIG') throw error
             return { issues: [{ message: error.message, path: error.field.split('.') }] }
           }
+          return inner.validate(value)
         },
       }
     },
