@@ -1,5 +1,6 @@
 // Programmatic entry point: the inspect guard on any registry, without a plugin row.
-import { InspectLedger, installInspectGuard, originalOf } from './harness_guard.js'
+import { InspectLedger, originalOf } from './harness_guard.js'
+import { installInspect, once } from './install.js'
 
 export { originalOf }
 
@@ -9,23 +10,14 @@ export { originalOf }
  */
 export function installInspectClientGuard(registry, options = {}) {
   const raw = originalOf(registry)
-  const hooks = {
+  const ledger = new InspectLedger()
+  const dispose = installInspect(raw, options, ledger, {
     on: (event, listener) => raw.ctx.on(event, listener),
-    warn: (text) => process.emitWarning(text, { code: 'HARNESS_GUARD' }),
+    warn: (text) => process.emitWarning(`harness-guard: ${text}`, { code: 'HARNESS_GUARD' }),
     onReport: options?.onReport,
-  }
-  return installInspect(raw, options, new InspectLedger(), hooks)
-}
-
-/** Install with `hooks`; a registry of the wrong shape is left untouched with a warning. */
-export function installInspect(registry, options, ledger, hooks) {
-  let installed
-  try {
-    installed = installInspectGuard(registry, options, ledger, hooks)
-  } catch (error) {
-    if (error?.code !== 'HARNESS_GUARD_HOST_SHAPE') throw error
-    hooks.warn(`harness-guard: inspect half not installed: ${error.message}`)
-    return () => {}
-  }
-  return () => installed.dispose()
+  })
+  return once(() => {
+    dispose()
+    ledger.free()
+  })
 }

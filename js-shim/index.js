@@ -2,7 +2,7 @@
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import { InboxLedger, InspectLedger, installInboxGuard, parseConfig } from './harness_guard.js'
 import { Config } from './config.js'
-import { installInspect } from './guard.js'
+import { installInspect, once } from './install.js'
 
 export { Config }
 
@@ -19,8 +19,15 @@ export function apply(ctx, config) {
   const warn = (text) => logger.warn(text)
   const inspectLedger = new InspectLedger()
   const inboxLedger = new InboxLedger()
-  ctx.provide('inspectClientGuard', service(inspectLedger, 'reports'))
-  ctx.provide('inboxInputGuard', service(inboxLedger, 'violations'))
+  let live = true
+  const alive = () => live
+  ctx.provide('inspectClientGuard', service(inspectLedger, 'reports', alive))
+  ctx.provide('inboxInputGuard', service(inboxLedger, 'violations', alive))
+  ctx.effect(() => () => {
+    live = false
+    inspectLedger.free()
+    inboxLedger.free()
+  }, 'harness-guard: records')
 
   if (options.inbox.enabled) {
     ctx.effect(() => {
@@ -29,7 +36,7 @@ export function apply(ctx, config) {
         warn,
         createUserMessage,
       })
-      return () => installed.dispose()
+      return once(() => installed.free())
     }, 'harness-guard: inbox.claim guard')
   }
 
@@ -44,11 +51,12 @@ export function apply(ctx, config) {
   }
 }
 
-function service(ledger, records) {
+// A service read kept past disposal finds the records gone, not freed memory.
+function service(ledger, records, alive) {
   return {
-    [records]: () => ledger[records](),
-    counts: () => ledger.counts(),
-    reset: () => ledger.reset(),
+    [records]: () => (alive() ? ledger[records]() : []),
+    counts: () => (alive() ? ledger.counts() : undefined),
+    reset: () => { if (alive()) ledger.reset() },
   }
 }
 

@@ -13,7 +13,10 @@ pub enum Refusal {
         message: String,
     },
     /// The page answered `ok: true`, but the registry's output validation refused the data.
-    InvalidOutput,
+    InvalidOutput {
+        /// The violations, from the same validator the registry uses, when it could be reached.
+        detail: Option<String>,
+    },
 }
 
 impl Refusal {
@@ -21,7 +24,7 @@ impl Refusal {
     pub fn reason(&self) -> &str {
         match self {
             Refusal::Page { reason, .. } => reason,
-            Refusal::InvalidOutput => "invalid-output",
+            Refusal::InvalidOutput { .. } => "invalid-output",
         }
     }
 }
@@ -128,7 +131,16 @@ impl fmt::Display for Error {
             Error::InspectRefused {
                 provider,
                 method,
-                refusal: Refusal::InvalidOutput,
+                refusal: Refusal::InvalidOutput { detail: Some(detail) },
+            } => write!(
+                f,
+                "Client inspect query {provider}.{method} was refused: the page's answer failed output validation: \
+                 {detail}. The registry discards such answers, so asking again will get the same refusal. {INSTEAD}"
+            ),
+            Error::InspectRefused {
+                provider,
+                method,
+                refusal: Refusal::InvalidOutput { detail: None },
             } => write!(
                 f,
                 "Client inspect query {provider}.{method} was refused: the page's answer failed output validation \
@@ -183,6 +195,29 @@ mod tests {
     }
 
     #[test]
+    fn invalid_output_names_the_violation_when_known() {
+        let with = Error::InspectRefused {
+            provider: "Theme".into(),
+            method: "listTokens".into(),
+            refusal: Refusal::InvalidOutput {
+                detail: Some("output.count must be number".into()),
+            },
+        };
+        assert!(with
+            .to_string()
+            .contains("failed output validation: output.count must be number."));
+        let without = Error::InspectRefused {
+            provider: "Theme".into(),
+            method: "listTokens".into(),
+            refusal: Refusal::InvalidOutput { detail: None },
+        };
+        assert!(without
+            .to_string()
+            .contains("against the method's outputSchema"));
+        assert_eq!(with.code(), without.code());
+    }
+
+    #[test]
     fn codes_are_distinct() {
         let all = [
             Error::InvalidConfig {
@@ -202,7 +237,7 @@ mod tests {
             Error::InspectRefused {
                 provider: "P".into(),
                 method: "M".into(),
-                refusal: Refusal::InvalidOutput,
+                refusal: Refusal::InvalidOutput { detail: None },
             },
             Error::GuardDisposed {
                 provider: "P".into(),

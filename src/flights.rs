@@ -551,7 +551,12 @@ mod tests {
         let mut f = Flights::new();
         let s = f.begin(query(1, 15_000, 1000), 0.0);
         f.announce(s, "inspect-1".into(), Some("a".into()));
-        f.refuse("inspect-1", Some("a"), Refusal::InvalidOutput, 10.0);
+        f.refuse(
+            "inspect-1",
+            Some("a"),
+            Refusal::InvalidOutput { detail: None },
+            10.0,
+        );
         let landed = f.land(s).unwrap();
         assert_eq!(
             landed.ending, None,

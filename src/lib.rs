@@ -81,11 +81,11 @@ mod exports {
         /// Copies of the kept reports, oldest first.
         pub fn reports(&self) -> JsValue {
             let l = self.0.borrow();
-            serde_wasm_bindgen::to_value(&l.records().collect::<Vec<_>>()).unwrap_or(JsValue::NULL)
+            interop::to_js(&l.records().collect::<Vec<_>>())
         }
         /// `{ deadline, refused, unboundAgent, disposed }`.
         pub fn counts(&self) -> JsValue {
-            serde_wasm_bindgen::to_value(self.0.borrow().counts()).unwrap_or(JsValue::NULL)
+            interop::to_js(self.0.borrow().counts())
         }
         /// Forget reports and counts; the guard stays installed.
         pub fn reset(&self) {
@@ -108,11 +108,11 @@ mod exports {
         /// Copies of the kept violations, oldest first.
         pub fn violations(&self) -> JsValue {
             let l = self.0.borrow();
-            serde_wasm_bindgen::to_value(&l.records().collect::<Vec<_>>()).unwrap_or(JsValue::NULL)
+            interop::to_js(&l.records().collect::<Vec<_>>())
         }
         /// `{ repaired, quarantined, observed }`.
         pub fn counts(&self) -> JsValue {
-            serde_wasm_bindgen::to_value(self.0.borrow().counts()).unwrap_or(JsValue::NULL)
+            interop::to_js(self.0.borrow().counts())
         }
         /// Forget the records; the hooks stay installed.
         pub fn reset(&self) {

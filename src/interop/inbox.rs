@@ -385,11 +385,14 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Option<String>) {
             if let Some(inserted) = replacement {
                 let args = Array::of4(&target.into(), &i.into(), &1.into(), &inserted);
                 if let Err(error) = splice.apply(inbox, &args) {
-                    warn(cx, &format!(
-                        "harness-guard: could not fix pending inbox entry {target}[{i}] of session {}: {}",
-                        session.as_deref().unwrap_or("?"),
-                        String::from(safe_string(&error))
-                    ));
+                    warn(
+                        cx,
+                        &format!(
+                            "could not fix pending inbox entry {target}[{i}] of session {}: {}",
+                            session.as_deref().unwrap_or("?"),
+                            String::from(safe_string(&error))
+                        ),
+                    );
                     action = Action::Observe;
                 }
             }
@@ -456,7 +459,7 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
         action: action_name,
     };
     let text = format!(
-        "harness-guard: {} inbox entry in session {} ({}): {} {:?} {}",
+        "{} inbox entry in session {} ({}): {} {:?} {}",
         match place.origin {
             "durable" => "durable write of a non-message",
             "pending" => "pending non-message",
@@ -476,7 +479,7 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
             _ => "left as it is (observed)",
         }
     );
-    let js = serde_wasm_bindgen::to_value(&violation).unwrap_or(JsValue::UNDEFINED);
+    let js = super::to_js(&violation);
     if let Ok(mut ledger) = cx.ledger.try_borrow_mut() {
         ledger.push(violation);
     }

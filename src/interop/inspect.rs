@@ -38,6 +38,8 @@ pub(crate) struct Sink {
     ledger: Rc<std::cell::RefCell<Ledger<InspectReport>>>,
     warn: Option<Function>,
     on_report: Option<Function>,
+    /// `(providerId, methodName, data) → string | undefined`: the host validator's violations.
+    explain: Option<Function>,
 }
 
 impl Sink {
@@ -45,7 +47,7 @@ impl Sink {
         if let Ok(mut ledger) = self.ledger.try_borrow_mut() {
             ledger.push(report.clone());
         }
-        let js = serde_wasm_bindgen::to_value(&report).unwrap_or(JsValue::UNDEFINED);
+        let js = super::to_js(&report);
         if let Some(warn) = &self.warn {
             let _ = warn.call2(&JsValue::UNDEFINED, &JsValue::from_str(text), &js);
         }
@@ -134,6 +136,7 @@ pub fn install(
         ledger,
         warn: get_fn(hooks, "warn"),
         on_report: get_fn(hooks, "onReport"),
+        explain: get_fn(hooks, "explainInvalidOutput"),
     });
     super::runtime::with(|rt| {
         let guard = rt.next_guard();
@@ -300,7 +303,7 @@ fn warn_unannounced(rt: &Runtime, guard: u32) {
     if let Some(Some(warn)) = sink.map(|s| s.warn.clone()) {
         let _ = warn.call1(
             &JsValue::UNDEFINED,
-            &"harness-guard: the registry did not emit cordis/inspect-query while query() ran; \
+            &"the registry did not emit cordis/inspect-query while query() ran; \
               deadlines still apply, but page refusals cannot be matched to queries"
                 .into(),
         );
@@ -352,7 +355,9 @@ pub(super) fn resolve(
     };
     let resolution = args.get(2);
     let refusal = match get(&resolution, "ok") {
-        Some(ok) if ok.is_truthy() => Refusal::InvalidOutput,
+        Some(ok) if ok.is_truthy() => Refusal::InvalidOutput {
+            detail: explain_invalid_output(rt, &request_id, &resolution),
+        },
         _ => Refusal::Page {
             reason: get(&resolution, "reason")
                 .map_or_else(String::new, |r| text_of(&r, MAX_PAGE_TEXT)),
@@ -373,6 +378,22 @@ pub(super) fn resolve(
         rearm(rt);
     }
     Ok(result)
+}
+
+/// The host validator's account of why a waiting flight's answer was refused.
+fn explain_invalid_output(rt: &Runtime, request_id: &str, resolution: &JsValue) -> Option<String> {
+    let (explain, provider, method) = {
+        let state = rt.inspect.try_borrow().ok()?;
+        let (key, query) = state.flights.by_request(request_id)?;
+        let js = state.js.get(key.slot as usize)?.as_ref()?;
+        let explain = state.guards.get(&query.guard)?.sink.explain.clone()?;
+        (explain, js.provider.clone(), js.method.clone())
+    };
+    let data = get(resolution, "data").unwrap_or(JsValue::UNDEFINED);
+    let detail = explain
+        .call3(&JsValue::UNDEFINED, &provider, &method, &data)
+        .ok()?;
+    detail.is_string().then(|| text_of(&detail, MAX_PAGE_TEXT))
 }
 
 fn refused() -> JsValue {
@@ -407,7 +428,7 @@ fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>) {
         reason: None,
     };
     let text = format!(
-        "harness-guard: refused a page answer for {} without a bound agent (it would have thrown a TypeError)",
+        "refused a page answer for {} without a bound agent (it would have thrown a TypeError)",
         describe(&report)
     );
     sink.report(report, &text);
@@ -485,7 +506,7 @@ fn end_flights(rt: &Runtime, ended: Vec<(FlightKey, Ending)>) {
             },
         };
         let text = format!(
-            "harness-guard: client inspect {} rejected with {}: {}",
+            "client inspect {} rejected with {}: {}",
             describe(&report),
             error.code(),
             match &ending {

@@ -127,6 +127,12 @@ fn render_head(value: &JsValue, chars: u32) -> (String, bool) {
     }
 }
 
+/// A record as a plain JavaScript object; a missing field reads `null`, as the types declare.
+pub fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
+    let serializer = serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true);
+    value.serialize(&serializer).unwrap_or(JsValue::NULL)
+}
+
 /// A real `Error` carrying `code`, as JavaScript branches on it.
 pub fn to_js_error(error: &Error) -> JsValue {
     let js = js_sys::Error::new(&error.to_string());
