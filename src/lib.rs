@@ -66,59 +66,58 @@ mod exports {
         js_sys::JSON::parse(&json).unwrap_or(JsValue::UNDEFINED)
     }
 
-    /// The inspect guard's records: what `inspectClientGuard` serves.
-    #[wasm_bindgen]
-    #[derive(Debug, Default)]
-    pub struct InspectLedger(Rc<RefCell<Ledger<InspectReport>>>);
+    /// A wasm class over a shared [`Ledger`]: the guard records into it, the
+    /// plugin's service reads it.
+    macro_rules! ledger_class {
+        ($class:ident, $record:ty, $records:ident, $serves:literal, $counts:literal) => {
+            #[doc = concat!("The records `", $serves, "` serves.")]
+            #[wasm_bindgen]
+            #[derive(Debug, Default)]
+            pub struct $class(Rc<RefCell<Ledger<$record>>>);
 
-    #[wasm_bindgen]
-    impl InspectLedger {
-        /// An empty ledger.
-        #[wasm_bindgen(constructor)]
-        pub fn new() -> Self {
-            Self::default()
-        }
-        /// Copies of the kept reports, oldest first.
-        pub fn reports(&self) -> JsValue {
-            let l = self.0.borrow();
-            interop::to_js(&l.records().collect::<Vec<_>>())
-        }
-        /// `{ deadline, refused, unboundAgent, disposed }`.
-        pub fn counts(&self) -> JsValue {
-            interop::to_js(self.0.borrow().counts())
-        }
-        /// Forget reports and counts; the guard stays installed.
-        pub fn reset(&self) {
-            self.0.borrow_mut().reset();
-        }
+            #[wasm_bindgen]
+            impl $class {
+                /// An empty ledger.
+                #[wasm_bindgen(constructor)]
+                pub fn new() -> Self {
+                    Self::default()
+                }
+                /// Copies of the kept records, oldest first.
+                pub fn $records(&self) -> JsValue {
+                    self.0.try_borrow().map_or(JsValue::NULL, |l| {
+                        interop::to_js(&l.records().collect::<Vec<_>>())
+                    })
+                }
+                #[doc = concat!("`", $counts, "`.")]
+                pub fn counts(&self) -> JsValue {
+                    self.0
+                        .try_borrow()
+                        .map_or(JsValue::NULL, |l| interop::to_js(l.counts()))
+                }
+                /// Forget the records and counts; the guard stays installed.
+                pub fn reset(&self) {
+                    if let Ok(mut l) = self.0.try_borrow_mut() {
+                        l.reset();
+                    }
+                }
+            }
+        };
     }
 
-    /// The inbox guard's records: what `inboxInputGuard` serves.
-    #[wasm_bindgen]
-    #[derive(Debug, Default)]
-    pub struct InboxLedger(Rc<RefCell<Ledger<Violation>>>);
-
-    #[wasm_bindgen]
-    impl InboxLedger {
-        /// An empty ledger.
-        #[wasm_bindgen(constructor)]
-        pub fn new() -> Self {
-            Self::default()
-        }
-        /// Copies of the kept violations, oldest first.
-        pub fn violations(&self) -> JsValue {
-            let l = self.0.borrow();
-            interop::to_js(&l.records().collect::<Vec<_>>())
-        }
-        /// `{ repaired, quarantined, observed }`.
-        pub fn counts(&self) -> JsValue {
-            interop::to_js(self.0.borrow().counts())
-        }
-        /// Forget the records; the hooks stay installed.
-        pub fn reset(&self) {
-            self.0.borrow_mut().reset();
-        }
-    }
+    ledger_class!(
+        InspectLedger,
+        InspectReport,
+        reports,
+        "inspectClientGuard",
+        "{ deadline, refused, unboundAgent, disposed }"
+    );
+    ledger_class!(
+        InboxLedger,
+        Violation,
+        violations,
+        "inboxInputGuard",
+        "{ repaired, quarantined, observed }"
+    );
 
     /// Install the inspect guard on a registry (raw, or any cordis read of it).
     ///

@@ -42,7 +42,6 @@ pub(crate) struct State {
 /// What one guard needs while it works, copied out so no borrow is held across JS calls.
 #[derive(Clone)]
 struct Ctx {
-    guard: u32,
     mode: Mode,
     preview_chars: u32,
     create_user_message: Function,
@@ -51,16 +50,17 @@ struct Ctx {
 }
 
 fn ctx(rt: &Runtime, guard: u32) -> Option<Ctx> {
-    let state = rt.inbox.try_borrow().ok()?;
-    let g = state.guards.get(&guard)?;
-    Some(Ctx {
-        guard,
-        mode: g.config.mode,
-        preview_chars: g.config.preview_chars,
-        create_user_message: g.create_user_message.clone(),
-        warn: g.warn.clone(),
-        ledger: g.ledger.clone(),
+    rt.inbox(|state| {
+        let g = state.guards.get(&guard)?;
+        Some(Ctx {
+            mode: g.config.mode,
+            preview_chars: g.config.preview_chars,
+            create_user_message: g.create_user_message.clone(),
+            warn: g.warn.clone(),
+            ledger: g.ledger.clone(),
+        })
     })
+    .flatten()
 }
 
 /// Install the inbox guard. `hooks` is `{ on(name, fn, options) → dispose, warn(text, record), createUserMessage }`.
@@ -79,20 +79,16 @@ pub fn install(
     };
     super::runtime::with(|rt| {
         let guard = rt.next_guard();
-        if let Ok(mut state) = rt.inbox.try_borrow_mut() {
-            state.guards.insert(
-                guard,
-                Guard {
-                    config,
-                    create_user_message,
-                    warn: get_fn(hooks, "warn"),
-                    ledger,
-                    patches: Vec::new(),
-                    pruned_at: 0,
-                    unlisten: Vec::new(),
-                },
-            );
-        }
+        let guard_state = Guard {
+            config,
+            create_user_message,
+            warn: get_fn(hooks, "warn"),
+            ledger,
+            patches: Vec::new(),
+            pruned_at: 0,
+            unlisten: Vec::new(),
+        };
+        rt.inbox(|state| state.guards.insert(guard, guard_state));
         let prepend = Object::new();
         let _ = Reflect::set(&prepend, &"prepend".into(), &JsValue::TRUE);
         let mut unlisten = Vec::new();
@@ -108,9 +104,7 @@ pub fn install(
                     for d in unlisten {
                         let _ = d.call0(&JsValue::UNDEFINED);
                     }
-                    if let Ok(mut state) = rt.inbox.try_borrow_mut() {
-                        state.guards.remove(&guard);
-                    }
+                    rt.inbox(|state| state.guards.remove(&guard));
                     return Err(crate::error::Error::HostShape {
                         target: "the inbox guard's host",
                         missing: vec!["an event source accepting agent/created, agent/pre-step, session/event"],
@@ -118,22 +112,18 @@ pub fn install(
                 }
             }
         }
-        if let Ok(mut state) = rt.inbox.try_borrow_mut() {
+        rt.inbox(|state| {
             if let Some(g) = state.guards.get_mut(&guard) {
                 g.unlisten = unlisten;
             }
-        }
+        });
         Ok(Installation::inbox(guard))
     })
 }
 
 /// Remove the guard: restore every wrapped `claim`, drop its listeners.
 pub(super) fn dispose(rt: &Runtime, guard: u32) {
-    let removed = rt
-        .inbox
-        .try_borrow_mut()
-        .ok()
-        .and_then(|mut s| s.guards.remove(&guard));
+    let removed = rt.inbox(|s| s.guards.remove(&guard)).flatten();
     if let Some(g) = removed {
         for d in &g.unlisten {
             let _ = d.call0(&JsValue::UNDEFINED);
@@ -156,19 +146,21 @@ fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
     }) else {
         return;
     };
-    if let Ok(mut state) = rt.inbox.try_borrow_mut() {
-        if let Some(g) = state.guards.get_mut(&guard) {
-            g.patches.push(patch);
-            if g.patches.len() > 2 * g.pruned_at.max(32) {
-                let (live, dead): (Vec<_>, Vec<_>) = std::mem::take(&mut g.patches)
-                    .into_iter()
-                    .partition(PatchHandle::is_alive);
-                g.patches = live;
-                g.pruned_at = g.patches.len();
-                drop(dead);
-            }
+    // Dropping a handle of a collected inbox restores nothing; do it after the borrow anyway.
+    let dead = rt.inbox(|state| {
+        let g = state.guards.get_mut(&guard)?;
+        g.patches.push(patch);
+        if g.patches.len() <= 2 * g.pruned_at.max(32) {
+            return None;
         }
-    }
+        let (live, dead): (Vec<_>, Vec<_>) = std::mem::take(&mut g.patches)
+            .into_iter()
+            .partition(PatchHandle::is_alive);
+        g.patches = live;
+        g.pruned_at = g.patches.len();
+        Some(dead)
+    });
+    drop(dead);
 }
 
 /// `agent/created`: wrap the new agent's inbox. Never throws (a throw would veto the agent).
@@ -486,7 +478,6 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
     if let Some(w) = &cx.warn {
         let _ = w.call2(&JsValue::UNDEFINED, &text.into(), &js);
     }
-    let _ = cx.guard;
 }
 
 fn warn(cx: &Ctx, text: &str) {

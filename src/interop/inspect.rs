@@ -99,6 +99,12 @@ impl State {
         }
     }
 
+    /// The JavaScript half of the waiting flight of a request id.
+    fn waiting(&self, request_id: &str) -> Option<&FlightJs> {
+        let (key, _) = self.flights.by_request(request_id)?;
+        self.js.get(key.slot as usize)?.as_ref()
+    }
+
     /// Take a flight off both tables.
     fn land(&mut self, key: FlightKey) -> Option<(Landed, FlightJs)> {
         let landed = self.flights.land(key)?;
@@ -177,18 +183,14 @@ pub fn install(
                 missing: vec!["a cordis/inspect-query event source"],
             });
         };
-        if let Ok(mut state) = rt.inspect.try_borrow_mut() {
-            state.guards.insert(
-                guard,
-                Guard {
-                    config,
-                    sink,
-                    patches,
-                    unlisten: Some(unlisten),
-                    warned_unannounced: false,
-                },
-            );
-        }
+        let guard_state = Guard {
+            config,
+            sink,
+            patches,
+            unlisten: Some(unlisten),
+            warned_unannounced: false,
+        };
+        rt.inspect(|state| state.guards.insert(guard, guard_state));
         Ok(Installation::inspect(guard))
     })
 }
@@ -202,10 +204,8 @@ pub(super) fn query(
     args: &Array,
 ) -> Result<JsValue, JsValue> {
     let Some(config) = rt
-        .inspect
-        .try_borrow()
-        .ok()
-        .and_then(|s| s.guards.get(&guard).map(|g| g.config))
+        .inspect(|s| s.guards.get(&guard).map(|g| g.config))
+        .flatten()
     else {
         return forward(previous, this, args);
     };
@@ -226,26 +226,25 @@ pub(super) fn query(
         deadline_ms: config.deadline_ms,
         grace_ms: config.refusal_grace_ms,
     };
-    let (key, outer_announcing) = {
-        let mut state = rt.inspect.try_borrow_mut().map_err(|_| busy())?;
-        let key = state.flights.begin(query, monotonic_now());
+    let now = monotonic_now();
+    let Some((key, outer_announcing)) = rt.inspect(|state| {
+        let key = state.flights.begin(query, now);
         (key, state.announcing.replace(key))
+    }) else {
+        return forward(previous, this, args);
     };
     let inner = forward(previous, this, args);
-    let announced = match rt.inspect.try_borrow_mut() {
-        Ok(mut state) => {
+    let announced = rt
+        .inspect(|state| {
             state.announcing = outer_announcing;
             state.flights.is_announced(key)
-        }
-        Err(_) => false,
-    };
+        })
+        .unwrap_or(false);
     let inner = match inner.map(|v| v.dyn_into::<Promise>()) {
         Ok(Ok(promise)) => promise,
         other => {
             // A synchronous throw, or something other than a promise: hand it back as is.
-            if let Ok(mut state) = rt.inspect.try_borrow_mut() {
-                state.flights.land(key);
-            }
+            rt.inspect(|state| state.flights.land(key));
             return other.map(|v| v.map_or_else(|v| v, JsValue::from));
         }
     };
@@ -257,27 +256,24 @@ pub(super) fn query(
     let Some((resolve, reject)) = parts else {
         return Ok(inner.into());
     };
-    let sink = match rt.inspect.try_borrow_mut() {
-        Ok(mut state) => {
-            let sink = state.guards.get(&guard).map(|g| g.sink.clone());
-            if let Some(sink) = &sink {
-                state.put_js(
-                    key,
-                    FlightJs {
-                        controller,
-                        resolve,
-                        reject,
-                        provider: args.get(1),
-                        method: args.get(2),
-                        sink: sink.clone(),
-                    },
-                );
-            }
-            sink
-        }
-        Err(_) => None,
-    };
-    if sink.is_none() {
+    let (provider, method) = (args.get(1), args.get(2));
+    let tracked = rt.inspect(|state| {
+        let Some(sink) = state.guards.get(&guard).map(|g| g.sink.clone()) else {
+            // Disposed while the registry ran: disposal already ended the flight.
+            return false;
+        };
+        let flight = FlightJs {
+            controller,
+            resolve,
+            reject,
+            provider,
+            method,
+            sink,
+        };
+        state.put_js(key, flight);
+        true
+    });
+    if tracked != Some(true) {
         return Ok(inner.into());
     }
     super::chain(&inner, key.to_f64(), rt.settle_fn());
@@ -285,22 +281,15 @@ pub(super) fn query(
     Ok(outer.into())
 }
 
-fn busy() -> JsValue {
-    js_sys::Error::new("harness-guard: re-entered while busy").into()
-}
-
 fn warn_unannounced(rt: &Runtime, guard: u32) {
-    let sink = match rt.inspect.try_borrow_mut() {
-        Ok(mut state) => match state.guards.get_mut(&guard) {
-            Some(g) if !g.warned_unannounced => {
-                g.warned_unannounced = true;
-                Some(g.sink.clone())
-            }
-            _ => None,
-        },
-        Err(_) => None,
-    };
-    if let Some(Some(warn)) = sink.map(|s| s.warn.clone()) {
+    let first = rt.inspect(|state| match state.guards.get_mut(&guard) {
+        Some(g) if !g.warned_unannounced => {
+            g.warned_unannounced = true;
+            g.sink.warn.clone()
+        }
+        _ => None,
+    });
+    if let Some(Some(warn)) = first {
         let _ = warn.call1(
             &JsValue::UNDEFINED,
             &"the registry did not emit cordis/inspect-query while query() ran; \
@@ -316,11 +305,11 @@ pub(super) fn announce(rt: &Runtime, request: &JsValue) {
         return;
     };
     let agent_id = get_string(request, "agentId");
-    if let Ok(mut state) = rt.inspect.try_borrow_mut() {
+    rt.inspect(|state| {
         if let Some(key) = state.announcing.take() {
             state.flights.announce(key, request_id, agent_id);
         }
-    }
+    });
 }
 
 /// The guarded `resolveClientQuery(agent, requestId, resolution)`.
@@ -331,12 +320,7 @@ pub(super) fn resolve(
     this: &JsValue,
     args: &Array,
 ) -> Result<JsValue, JsValue> {
-    let known = rt
-        .inspect
-        .try_borrow()
-        .map(|s| s.guards.contains_key(&guard))
-        .unwrap_or(false);
-    if !known {
+    if rt.inspect(|s| s.guards.contains_key(&guard)) != Some(true) {
         return forward(previous, this, args);
     }
     let agent = args.get(0);
@@ -366,14 +350,14 @@ pub(super) fn resolve(
         },
     };
     let agent_id = get_string(&agent, "id");
-    let effect = match rt.inspect.try_borrow_mut() {
-        Ok(mut state) => {
+    let now = monotonic_now();
+    let effect = rt
+        .inspect(|state| {
             state
                 .flights
-                .refuse(&request_id, agent_id.as_deref(), refusal, monotonic_now())
-        }
-        Err(_) => RefusalEffect::Ignored,
-    };
+                .refuse(&request_id, agent_id.as_deref(), refusal, now)
+        })
+        .unwrap_or(RefusalEffect::Ignored);
     if effect == RefusalEffect::First {
         rearm(rt);
     }
@@ -382,13 +366,16 @@ pub(super) fn resolve(
 
 /// The host validator's account of why a waiting flight's answer was refused.
 fn explain_invalid_output(rt: &Runtime, request_id: &str, resolution: &JsValue) -> Option<String> {
-    let (explain, provider, method) = {
-        let state = rt.inspect.try_borrow().ok()?;
-        let (key, query) = state.flights.by_request(request_id)?;
-        let js = state.js.get(key.slot as usize)?.as_ref()?;
-        let explain = state.guards.get(&query.guard)?.sink.explain.clone()?;
-        (explain, js.provider.clone(), js.method.clone())
-    };
+    let (explain, provider, method) = rt
+        .inspect(|state| {
+            let flight = state.waiting(request_id)?;
+            Some((
+                flight.sink.explain.clone()?,
+                flight.provider.clone(),
+                flight.method.clone(),
+            ))
+        })
+        .flatten()?;
     let data = get(resolution, "data").unwrap_or(JsValue::UNDEFINED);
     let detail = explain
         .call3(&JsValue::UNDEFINED, &provider, &method, &data)
@@ -403,17 +390,16 @@ fn refused() -> JsValue {
 }
 
 fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>) {
-    let found = rt.inspect.try_borrow().ok().and_then(|state| {
-        let g = state.guards.get(&guard)?;
-        let flight = request_id
-            .as_deref()
-            .and_then(|id| state.flights.by_request(id));
-        let names = flight.and_then(|(key, _)| {
-            let js = state.js.get(key.slot as usize)?.as_ref()?;
-            Some((js.provider.clone(), js.method.clone()))
-        });
-        Some((g.sink.clone(), g.config.deadline_ms, names))
-    });
+    let found = rt
+        .inspect(|state| {
+            let g = state.guards.get(&guard)?;
+            let names = request_id
+                .as_deref()
+                .and_then(|id| state.waiting(id))
+                .map(|flight| (flight.provider.clone(), flight.method.clone()));
+            Some((g.sink.clone(), g.config.deadline_ms, names))
+        })
+        .flatten();
     let Some((sink, deadline_ms, names)) = found else {
         return;
     };
@@ -450,12 +436,7 @@ pub(super) fn settle(rt: &Runtime, key: f64, ok: bool, value: &JsValue) {
     let Some(key) = FlightKey::from_f64(key) else {
         return;
     };
-    let Some((_, js)) = rt
-        .inspect
-        .try_borrow_mut()
-        .ok()
-        .and_then(|mut s| s.land(key))
-    else {
+    let Some((_, js)) = rt.inspect(|s| s.land(key)).flatten() else {
         return;
     };
     let settle = if ok { &js.resolve } else { &js.reject };
@@ -466,78 +447,61 @@ pub(super) fn settle(rt: &Runtime, key: f64, ok: bool, value: &JsValue) {
 /// The deadline timer fired.
 pub(super) fn tick(rt: &Runtime) {
     rt.fired();
-    let ended = match rt.inspect.try_borrow_mut() {
-        Ok(mut state) => state.flights.expire(monotonic_now()),
-        Err(_) => Vec::new(),
-    };
-    end_flights(rt, ended);
+    let now = monotonic_now();
+    let ended = rt.inspect(|s| s.flights.expire(now)).unwrap_or_default();
+    end_flights(rt, ended.into_iter().map(|(key, _)| key));
     rearm(rt);
 }
 
 /// Deliver the guard's endings: abort (so the registry cleans up), reject, report.
-fn end_flights(rt: &Runtime, ended: Vec<(FlightKey, Ending)>) {
-    for (key, _) in ended {
-        let Some((landed, js)) = rt
-            .inspect
-            .try_borrow_mut()
-            .ok()
-            .and_then(|mut s| s.land(key))
-        else {
+fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) {
+    for key in ended {
+        let Some((landed, js)) = rt.inspect(|s| s.land(key)).flatten() else {
             continue;
         };
         js.controller.abort();
         let provider = js.provider.as_string().unwrap_or_default();
         let method = js.method.as_string().unwrap_or_default();
-        let Some(error) = landed.error(&provider, &method) else {
+        let (Some(error), Some(ending)) = (landed.error(&provider, &method), landed.ending) else {
             continue;
         };
         let _ = js.reject.call1(&JsValue::UNDEFINED, &to_js_error(&error));
-        let ending = landed.ending.clone();
         let report = InspectReport {
-            kind: ending.as_ref().map_or("deadline", Ending::kind),
-            request_id: landed.request_id.clone().unwrap_or_default(),
+            kind: ending.kind(),
+            request_id: landed.request_id.unwrap_or_default(),
             provider_id: provider,
             method_name: method,
             deadline_ms: landed.query.deadline_ms,
             at: js_sys::Date::now(),
             reason: match &ending {
-                Some(Ending::Refused(r)) => Some(r.reason().to_owned()),
+                Ending::Refused(r) => Some(r.reason().to_owned()),
                 _ => None,
             },
         };
+        let why = match &ending {
+            Ending::Deadline => format!("no page answered within {}ms", report.deadline_ms),
+            Ending::Refused(r) => format!("the page refused ({})", r.reason()),
+            Ending::Disposed => "the guard was stopped while it waited".to_owned(),
+        };
         let text = format!(
-            "client inspect {} rejected with {}: {}",
+            "client inspect {} rejected with {}: {why}",
             describe(&report),
-            error.code(),
-            match &ending {
-                Some(Ending::Deadline) =>
-                    format!("no page answered within {}ms", report.deadline_ms),
-                Some(Ending::Refused(r)) => format!("the page refused ({})", r.reason()),
-                _ => "the guard was stopped while it waited".to_owned(),
-            }
+            error.code()
         );
         js.sink.report(report, &text);
     }
 }
 
 fn rearm(rt: &Runtime) {
-    let due = rt
-        .inspect
-        .try_borrow_mut()
-        .ok()
-        .and_then(|mut s| s.flights.next_due());
-    rt.arm(due);
+    rt.arm(rt.inspect(|s| s.flights.next_due()).flatten());
 }
 
 /// Remove the guard: restore its methods, drop its listener, reject its flights.
 pub(super) fn dispose(rt: &Runtime, guard: u32) {
-    let (removed, ended) = match rt.inspect.try_borrow_mut() {
-        Ok(mut state) => {
-            let removed = state.guards.remove(&guard);
-            let ended = state.flights.abandon(guard);
-            (removed, ended)
-        }
-        Err(_) => (None, Vec::new()),
+    let Some((removed, ended)) =
+        rt.inspect(|s| (s.guards.remove(&guard), s.flights.abandon(guard)))
+    else {
+        return;
     };
     if let Some(mut g) = removed {
         drop(std::mem::take(&mut g.patches));
@@ -545,12 +509,6 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
             let _ = unlisten.call0(&JsValue::UNDEFINED);
         }
     }
-    end_flights(
-        rt,
-        ended
-            .into_iter()
-            .map(|key| (key, Ending::Disposed))
-            .collect(),
-    );
+    end_flights(rt, ended);
     rearm(rt);
 }

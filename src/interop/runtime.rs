@@ -59,10 +59,8 @@ type Dispatch = dyn Fn(u32, JsValue, JsValue, Array) -> Result<JsValue, JsValue>
 
 /// The process-wide runtime; reached through [`with`].
 pub(super) struct Runtime {
-    /// Inspect guards and their flights.
-    pub(super) inspect: RefCell<inspect::State>,
-    /// Inbox guards.
-    pub(super) inbox: RefCell<inbox::State>,
+    inspect_state: RefCell<inspect::State>,
+    inbox_state: RefCell<inbox::State>,
     next_guard: Cell<u32>,
     dispatch: Closure<Dispatch>,
     settle: Closure<dyn Fn(f64, bool, JsValue)>,
@@ -99,8 +97,8 @@ impl Runtime {
         });
         let tick = Closure::<dyn Fn()>::new(|| with(inspect::tick));
         Self {
-            inspect: RefCell::default(),
-            inbox: RefCell::default(),
+            inspect_state: RefCell::default(),
+            inbox_state: RefCell::default(),
             next_guard: Cell::new(1),
             dispatch,
             settle,
@@ -108,6 +106,24 @@ impl Runtime {
             timer: RefCell::default(),
             client: JsValue::from_str("client"),
         }
+    }
+
+    /// Run `f` on the inspect guards and their flights. `None` when the state is
+    /// already borrowed: JavaScript called back in while Rust was using it, and
+    /// the caller falls back to doing nothing (never to a panic).
+    pub(super) fn inspect<R>(&self, f: impl FnOnce(&mut inspect::State) -> R) -> Option<R> {
+        self.inspect_state
+            .try_borrow_mut()
+            .ok()
+            .map(|mut s| f(&mut s))
+    }
+
+    /// Run `f` on the inbox guards; `None` when already borrowed (see [`Runtime::inspect`]).
+    pub(super) fn inbox<R>(&self, f: impl FnOnce(&mut inbox::State) -> R) -> Option<R> {
+        self.inbox_state
+            .try_borrow_mut()
+            .ok()
+            .map(|mut s| f(&mut s))
     }
 
     /// A fresh guard id.
@@ -294,7 +310,7 @@ impl Installation {
     #[wasm_bindgen(js_name = inFlight)]
     pub fn in_flight() -> Array {
         with(|rt| {
-            let flights = rt.inspect.try_borrow().map(|s| s.in_flight()).unwrap_or(0);
+            let flights = rt.inspect(|s| s.in_flight()).unwrap_or(0);
             Array::of2(
                 &JsValue::from(flights as u32),
                 &JsValue::from(rt.timer_armed()),
