@@ -44,11 +44,8 @@ impl Raw {
             Raw::Number(n) => render_number(*n),
             Raw::Str(s) => {
                 let cut: String = s.chars().take(40).collect();
-                if cut.len() < s.len() {
-                    format!("{cut:?}…")
-                } else {
-                    format!("{s:?}")
-                }
+                let more = if cut.len() < s.len() { "…" } else { "" };
+                format!("\"{cut}\"{more}")
             }
             Raw::Object(_) => "an object".into(),
             Raw::Other(kind) => format!("a value of type {kind}"),
@@ -56,14 +53,57 @@ impl Raw {
     }
 }
 
-fn render_number(n: f64) -> String {
+/// A number as people read it in a message: integers exactly, fractions to 15
+/// significant digits. Written out by hand because `f64`'s `Display` would pull
+/// about 20 KB of float-formatting code into the wasm for this one error path.
+pub fn render_number(n: f64) -> String {
+    const HUGE: f64 = 1e18;
     if n.is_nan() {
-        "NaN".into()
-    } else if n.is_infinite() {
-        if n > 0.0 { "Infinity" } else { "-Infinity" }.into()
-    } else {
-        n.to_string()
+        return "NaN".into();
     }
+    if n.is_infinite() {
+        return if n > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let sign = if n < 0.0 { "-" } else { "" };
+    let abs = n.abs();
+    if abs >= HUGE {
+        return format!("{sign}a number above 1e18");
+    }
+    // |n| < 1e18: the integer part fits an i64 / u64 exactly enough.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let whole = abs.trunc() as u64;
+    let fraction = abs.fract();
+    if fraction == 0.0 {
+        return if whole == 0 {
+            "0".into()
+        } else {
+            format!("{sign}{whole}")
+        };
+    }
+    let int_digits = if whole == 0 { 0 } else { whole.to_string().len() };
+    let places = 15usize.saturating_sub(int_digits).max(1);
+    let scale = 10u64.pow(u32::try_from(places).unwrap_or(15));
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let mut digits = (fraction * scale as f64).round() as u64;
+    let mut whole = whole;
+    if digits >= scale {
+        whole += 1;
+        digits -= scale;
+    }
+    let padded = format!("{digits:0places$}");
+    let trimmed = padded.trim_end_matches('0');
+    if trimmed.is_empty() {
+        return if whole == 0 {
+            format!("{sign}a number between 0 and 1e-{places}")
+        } else {
+            format!("{sign}{whole}")
+        };
+    }
+    format!("{sign}{whole}.{trimmed}")
 }
 
 /// How the inbox guard treats an entry that is not a usable message.
@@ -467,6 +507,27 @@ mod tests {
         assert_eq!(field, "inbox.enabled");
         let (field, _, _) = err_field(&Raw::Str("x".into()));
         assert_eq!(field, "config");
+    }
+
+    #[test]
+    fn numbers_render_without_float_formatting() {
+        for (n, shown) in [
+            (0.0, "0"),
+            (-0.0, "0"),
+            (15000.0, "15000"),
+            (-5.0, "-5"),
+            (1.5, "1.5"),
+            (0.1, "0.1"),
+            (-0.25, "-0.25"),
+            (123.456, "123.456"),
+            (2_147_483_648.0, "2147483648"),
+            (0.999_999_999_999_999_9, "1"),
+            (1e300, "a number above 1e18"),
+            (-1e19, "-a number above 1e18"),
+            (1e-20, "a number between 0 and 1e-15"),
+        ] {
+            assert_eq!(render_number(n), shown, "{n:e}");
+        }
     }
 
     #[test]

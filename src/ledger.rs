@@ -2,17 +2,45 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
-
 /// How many records a ledger keeps; older ones make way (counts keep counting).
 pub const RECORD_CAP: usize = 1000;
 
+/// One field of a record, as it reads in JavaScript.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value<'a> {
+    /// A string.
+    Str(&'a str),
+    /// A number.
+    Num(f64),
+    /// `null`.
+    Null,
+}
+
+impl<'a> From<&'a Option<String>> for Value<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        v.as_deref().map_or(Value::Null, Value::Str)
+    }
+}
+
+/// A record (or set of counters) as the plain object JavaScript receives: its
+/// camelCase field names and values. Fields left out are absent from the object.
+pub trait Fields {
+    /// The fields, in order.
+    fn fields(&self) -> Vec<(&'static str, Value<'_>)>;
+}
+
 /// A record kind that knows which counter it bumps.
-pub trait Record: Clone {
+pub trait Record: Clone + Fields {
     /// The counters.
-    type Counts: Default + Clone + Serialize;
+    type Counts: Default + Clone + Fields;
     /// Bump this record's counter.
     fn count(&self, counts: &mut Self::Counts);
+}
+
+// Counters are far below 2^53, so they convert to f64 exactly.
+#[allow(clippy::cast_precision_loss)]
+fn num(n: u64) -> Value<'static> {
+    Value::Num(n as f64)
 }
 
 /// The most recent records, and counts of all of them since the last reset.
@@ -59,8 +87,7 @@ impl<R: Record> Ledger<R> {
 }
 
 /// One inspect report, as `inspectClientGuard.reports()` returns it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct InspectReport {
     /// `deadline`, `refused`, `unbound-agent` or `disposed`.
     pub kind: &'static str,
@@ -75,13 +102,28 @@ pub struct InspectReport {
     /// When, in ms since the epoch.
     pub at: f64,
     /// The page's refusal reason (refused reports only).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
+impl Fields for InspectReport {
+    fn fields(&self) -> Vec<(&'static str, Value<'_>)> {
+        let mut fields = vec![
+            ("kind", Value::Str(self.kind)),
+            ("requestId", Value::Str(&self.request_id)),
+            ("providerId", Value::Str(&self.provider_id)),
+            ("methodName", Value::Str(&self.method_name)),
+            ("deadlineMs", Value::Num(f64::from(self.deadline_ms))),
+            ("at", Value::Num(self.at)),
+        ];
+        if let Some(reason) = &self.reason {
+            fields.push(("reason", Value::Str(reason)));
+        }
+        fields
+    }
+}
+
 /// Counters of inspect reports by kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InspectCounts {
     /// Deadline expiries.
     pub deadline: u64,
@@ -91,6 +133,17 @@ pub struct InspectCounts {
     pub unbound_agent: u64,
     /// Queries rejected by disposal.
     pub disposed: u64,
+}
+
+impl Fields for InspectCounts {
+    fn fields(&self) -> Vec<(&'static str, Value<'_>)> {
+        vec![
+            ("deadline", num(self.deadline)),
+            ("refused", num(self.refused)),
+            ("unboundAgent", num(self.unbound_agent)),
+            ("disposed", num(self.disposed)),
+        ]
+    }
 }
 
 impl Record for InspectReport {
@@ -106,8 +159,7 @@ impl Record for InspectReport {
 }
 
 /// One inbox violation, as `inboxInputGuard.violations()` returns it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Violation {
     /// When, in ms since the epoch.
     pub at: f64,
@@ -129,8 +181,24 @@ pub struct Violation {
     pub action: &'static str,
 }
 
+impl Fields for Violation {
+    fn fields(&self) -> Vec<(&'static str, Value<'_>)> {
+        vec![
+            ("at", Value::Num(self.at)),
+            ("origin", Value::Str(self.origin)),
+            ("sessionId", (&self.session_id).into()),
+            ("seq", self.seq.map_or(Value::Null, Value::Num)),
+            ("target", (&self.target).into()),
+            ("index", Value::Num(f64::from(self.index))),
+            ("valueKind", Value::Str(self.value_kind)),
+            ("preview", Value::Str(&self.preview)),
+            ("action", Value::Str(self.action)),
+        ]
+    }
+}
+
 /// Counters of inbox violations by action.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InboxCounts {
     /// Entries turned into user messages.
     pub repaired: u64,
@@ -138,6 +206,16 @@ pub struct InboxCounts {
     pub quarantined: u64,
     /// Entries only recorded.
     pub observed: u64,
+}
+
+impl Fields for InboxCounts {
+    fn fields(&self) -> Vec<(&'static str, Value<'_>)> {
+        vec![
+            ("repaired", num(self.repaired)),
+            ("quarantined", num(self.quarantined)),
+            ("observed", num(self.observed)),
+        ]
+    }
 }
 
 impl Record for Violation {
@@ -202,6 +280,52 @@ mod tests {
         }
         assert_eq!(l.records().count(), RECORD_CAP);
         assert_eq!(l.counts().deadline, (RECORD_CAP + 10) as u64);
+    }
+
+    #[test]
+    fn records_read_as_the_documented_objects() {
+        let mut r = report("refused");
+        let names: Vec<_> = r.fields().iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            names,
+            [
+                "kind",
+                "requestId",
+                "providerId",
+                "methodName",
+                "deadlineMs",
+                "at"
+            ],
+            "no reason key unless there is a reason"
+        );
+        r.reason = Some("provider-missing".into());
+        assert_eq!(
+            r.fields().last(),
+            Some(&("reason", Value::Str("provider-missing")))
+        );
+        let v = Violation {
+            at: 1.0,
+            origin: "claimed",
+            session_id: None,
+            seq: None,
+            target: Some("next-turn".into()),
+            index: 2,
+            value_kind: "string",
+            preview: "x".into(),
+            action: "repaired",
+        };
+        let f = v.fields();
+        assert!(
+            f.contains(&("sessionId", Value::Null)),
+            "missing reads null"
+        );
+        assert!(f.contains(&("seq", Value::Null)));
+        assert!(f.contains(&("target", Value::Str("next-turn"))));
+        let c = InspectCounts {
+            unbound_agent: 3,
+            ..InspectCounts::default()
+        };
+        assert!(c.fields().contains(&("unboundAgent", Value::Num(3.0))));
     }
 
     #[test]

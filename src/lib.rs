@@ -84,9 +84,9 @@ mod exports {
                 }
                 /// Copies of the kept records, oldest first.
                 pub fn $records(&self) -> JsValue {
-                    self.0.try_borrow().map_or(JsValue::NULL, |l| {
-                        interop::to_js(&l.records().collect::<Vec<_>>())
-                    })
+                    self.0
+                        .try_borrow()
+                        .map_or(JsValue::NULL, |l| interop::to_js_list(l.records()))
                 }
                 #[doc = concat!("`", $counts, "`.")]
                 pub fn counts(&self) -> JsValue {

@@ -451,7 +451,7 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
         action: action_name,
     };
     let text = format!(
-        "{} inbox entry in session {} ({}): {} {:?} {}",
+        "{} inbox entry in session {} ({}): {} “{}” {}",
         match place.origin {
             "durable" => "durable write of a non-message",
             "pending" => "pending non-message",
@@ -459,7 +459,11 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
         },
         violation.session_id.as_deref().unwrap_or("?"),
         match (place.origin, violation.seq, &violation.target) {
-            ("durable", Some(seq), Some(t)) => format!("log seq {seq}, {t}[{}]", violation.index),
+            ("durable", Some(seq), Some(t)) => format!(
+                "log seq {}, {t}[{}]",
+                crate::config::render_number(seq),
+                violation.index
+            ),
             (_, _, Some(t)) => format!("{t}[{}]", violation.index),
             _ => format!("claimed position {}", violation.index),
         },

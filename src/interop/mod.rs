@@ -20,6 +20,7 @@ use wasm_bindgen::JsCast;
 
 use crate::config::Raw;
 use crate::error::Error;
+use crate::ledger::{Fields, Value};
 
 #[wasm_bindgen(module = "/src/interop/helpers.js")]
 extern "C" {
@@ -127,10 +128,24 @@ fn render_head(value: &JsValue, chars: u32) -> (String, bool) {
     }
 }
 
-/// A record as a plain JavaScript object; a missing field reads `null`, as the types declare.
-pub fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
-    let serializer = serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true);
-    value.serialize(&serializer).unwrap_or(JsValue::NULL)
+/// A record as a fresh plain JavaScript object.
+pub fn to_js(record: &impl Fields) -> JsValue {
+    let object = js_sys::Object::new();
+    for (key, value) in record.fields() {
+        let value = match value {
+            Value::Str(s) => JsValue::from_str(s),
+            Value::Num(n) => JsValue::from_f64(n),
+            Value::Null => JsValue::NULL,
+        };
+        // Defining a data property on a fresh plain object cannot fail.
+        let _ = Reflect::set(&object, &JsValue::from_str(key), &value);
+    }
+    object.into()
+}
+
+/// Records as a fresh array of plain objects.
+pub fn to_js_list<'a, R: Fields + 'a>(records: impl Iterator<Item = &'a R>) -> JsValue {
+    records.map(|r| to_js(r)).collect::<Array>().into()
 }
 
 /// A real `Error` carrying `code`, as JavaScript branches on it.
