@@ -80,7 +80,11 @@ pub fn render_number(n: f64) -> String {
             format!("{sign}{whole}")
         };
     }
-    let int_digits = if whole == 0 { 0 } else { whole.to_string().len() };
+    let int_digits = if whole == 0 {
+        0
+    } else {
+        whole.to_string().len()
+    };
     let places = 15usize.saturating_sub(int_digits).max(1);
     let scale = 10u64.pow(u32::try_from(places).unwrap_or(15));
     #[allow(

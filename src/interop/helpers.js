@@ -9,6 +9,16 @@ export function makeWrapper(dispatch, token, previous) {
   }
 }
 
+/**
+ * As `makeWrapper`, for calls the guard only needs to see when `args[index] === value`
+ * (a filter Rust chooses); every other call goes straight to `previous`, unchanged.
+ */
+export function makeFilteredWrapper(dispatch, token, previous, index, value) {
+  return function harnessGuardWrapper(...args) {
+    return args[index] === value ? dispatch(token, previous, this, args) : Reflect.apply(previous, this, args)
+  }
+}
+
 /** Report the settlement of `inner` to `settle(key, ok, value)`. */
 export function chain(inner, key, settle) {
   inner.then((value) => settle(key, true, value), (error) => settle(key, false, error))

@@ -151,7 +151,12 @@ pub fn install(
             ("query", Role::Query),
             ("resolveClientQuery", Role::Resolve),
         ] {
-            match PatchHandle::install(&raw, key, |previous| rt.wrapper(guard, role, previous)) {
+            let make = |previous: &JsValue| match role {
+                // Only client queries need the guard; host queries never enter wasm.
+                Role::Query => rt.filtered_wrapper(guard, role, previous, 0, &rt.client),
+                _ => rt.wrapper(guard, role, previous),
+            };
+            match PatchHandle::install(&raw, key, make) {
                 Ok(Some(patch)) => patches.push(patch),
                 // Already guarded (a second install, or another copy): wrap nothing.
                 Ok(None) => return Ok(Installation::inert()),

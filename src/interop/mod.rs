@@ -26,6 +26,14 @@ use crate::ledger::{Fields, Value};
 extern "C" {
     #[wasm_bindgen(js_name = makeWrapper)]
     fn make_wrapper(dispatch: &Function, token: u32, previous: &JsValue) -> Function;
+    #[wasm_bindgen(js_name = makeFilteredWrapper)]
+    fn make_filtered_wrapper(
+        dispatch: &Function,
+        token: u32,
+        previous: &JsValue,
+        index: u32,
+        value: &JsValue,
+    ) -> Function;
     fn chain(inner: &js_sys::Promise, key: f64, settle: &Function);
     #[wasm_bindgen(js_name = safeString)]
     fn safe_string(value: &JsValue) -> JsString;

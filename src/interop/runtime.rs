@@ -17,7 +17,9 @@ use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::{clear_timeout, inbox, inspect, make_wrapper, monotonic_now, set_timeout};
+use super::{
+    clear_timeout, inbox, inspect, make_filtered_wrapper, make_wrapper, monotonic_now, set_timeout,
+};
 
 /// What a wrapper or listener is for; the low bits of its token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +41,10 @@ pub(super) enum Role {
 }
 
 const ROLE_BITS: u32 = 3;
+
+fn token(guard: u32, role: Role) -> u32 {
+    (guard << ROLE_BITS) | role as u32
+}
 
 impl Role {
     fn of(token: u32) -> Option<Self> {
@@ -136,8 +142,30 @@ impl Runtime {
 
     /// A JavaScript function that forwards `(this, args)` to this guard's `role`.
     pub(super) fn wrapper(&self, guard: u32, role: Role, previous: &JsValue) -> Function {
-        let token = (guard << ROLE_BITS) | role as u32;
-        make_wrapper(self.dispatch.as_ref().unchecked_ref(), token, previous)
+        make_wrapper(self.dispatch_fn(), token(guard, role), previous)
+    }
+
+    /// As [`Runtime::wrapper`], but only calls whose argument `index` is `value`
+    /// (by `===`) reach the guard; the rest go to `previous` without entering wasm.
+    pub(super) fn filtered_wrapper(
+        &self,
+        guard: u32,
+        role: Role,
+        previous: &JsValue,
+        index: u32,
+        value: &JsValue,
+    ) -> Function {
+        make_filtered_wrapper(
+            self.dispatch_fn(),
+            token(guard, role),
+            previous,
+            index,
+            value,
+        )
+    }
+
+    fn dispatch_fn(&self) -> &Function {
+        self.dispatch.as_ref().unchecked_ref()
     }
 
     /// The continuation every flight reports to.
