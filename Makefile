@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := pkg
 
 # Must equal the `wasm-bindgen` pin in Cargo.toml: the CLI and the crate agree byte for byte.
-WASM_BINDGEN_VERSION := $(shell sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' Cargo.toml)
+WASM_BINDGEN_VERSION := $(shell sed -n 's/^wasm-bindgen = .*"=\([0-9.]*\)".*/\1/p' Cargo.toml)
 TOOLS ?= $(HOME)/.cache/harness-guard
 BINDGEN_DIR := $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION)
 WASM_BINDGEN := $(BINDGEN_DIR)/bin/wasm-bindgen

@@ -330,12 +330,18 @@ impl Flights {
         )
     }
 
-    /// End every waiting flight that is due at `now`; returns their slots and endings.
+    /// End every waiting flight that is due at `now`; returns their keys and endings.
     pub fn expire(&mut self, now: Millis) -> Vec<(FlightKey, Ending)> {
+        self.expire_at_most(now, usize::MAX)
+    }
+
+    /// End at most `limit` of the flights due at `now`, earliest first; the rest stay
+    /// due, so [`Flights::next_due`] still reports them.
+    pub fn expire_at_most(&mut self, now: Millis, limit: usize) -> Vec<(FlightKey, Ending)> {
         let horizon = micros(now + EARLY_MS);
         let mut ended = Vec::new();
         while let Some(&Reverse((due, slot, generation))) = self.heap.peek() {
-            if due > horizon {
+            if due > horizon || ended.len() >= limit {
                 break;
             }
             self.heap.pop();
@@ -578,6 +584,25 @@ mod tests {
         assert_eq!(f.land(a).unwrap().ending, Some(Ending::Disposed));
         assert_eq!(f.next_due(), Some(100.0), "b still waits");
         assert_eq!(f.expire(100.0), vec![(b, Ending::Deadline)]);
+    }
+
+    #[test]
+    fn expiry_in_chunks_leaves_the_rest_due() {
+        let mut f = Flights::new();
+        let keys: Vec<_> = (0..5)
+            .map(|i| f.begin(query(1, 100, 10), f64::from(i)))
+            .collect();
+        let first = f.expire_at_most(200.0, 2);
+        assert_eq!(
+            first.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+            keys[..2].to_vec(),
+            "earliest first"
+        );
+        assert_eq!(f.next_due(), Some(102.0), "the rest are still due");
+        assert_eq!(f.expire_at_most(200.0, 2).len(), 2);
+        assert_eq!(f.expire_at_most(200.0, 2).len(), 1);
+        assert!(f.expire_at_most(200.0, 2).is_empty());
+        assert_eq!(f.next_due(), None);
     }
 
     #[test]

@@ -11,10 +11,10 @@ use crate::config::Mode;
 pub enum Field {
     /// The property is absent or `undefined`.
     Missing,
-    /// A string (its length in UTF-16 units, and whether it equals the expected literal).
+    /// A string: whether it is empty, and whether it equals the expected literal.
     Str {
-        /// Length of the string.
-        len: usize,
+        /// Whether the string is empty.
+        empty: bool,
         /// Whether it equals the literal the field must hold (`"user"` for `role`).
         expected: bool,
     },
@@ -88,6 +88,64 @@ impl Probe {
     }
 }
 
+impl Field {
+    /// Decode one 4-bit field code of the boundary's shape codes.
+    const fn from_code(code: u32) -> Self {
+        match code {
+            0 => Field::Missing,
+            1 => Field::Str {
+                empty: true,
+                expected: false,
+            },
+            2 => Field::Str {
+                empty: false,
+                expected: false,
+            },
+            3 => Field::Str {
+                empty: false,
+                expected: true,
+            },
+            4 => Field::Array,
+            5 => Field::Object {
+                kind_is_string: true,
+            },
+            6 => Field::Object {
+                kind_is_string: false,
+            },
+            7 => Field::Other,
+            _ => Field::Unreadable,
+        }
+    }
+}
+
+impl Probe {
+    /// Decode a shape code read on the JavaScript side (`shapes()` in the boundary's
+    /// helpers): the low 4 bits are the value's type; an object carries 4 bits each
+    /// for `id`, `role`, `content` and `source`, from bit 4 up.
+    pub fn from_code(code: u32) -> Self {
+        let field = |at: u32| Field::from_code((code >> at) & 0xf);
+        match code & 0xf {
+            0 => Probe::String,
+            1 => Probe::Number { finite: true },
+            2 => Probe::Number { finite: false },
+            3 => Probe::Boolean,
+            4 => Probe::BigInt,
+            5 => Probe::Null,
+            6 => Probe::Undefined,
+            7 => Probe::Symbol,
+            8 => Probe::Function,
+            9 => Probe::Array,
+            10 => Probe::Object {
+                id: field(4),
+                role: field(8),
+                content: field(12),
+                source: field(16),
+            },
+            _ => Probe::Unreadable,
+        }
+    }
+}
+
 /// What an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
@@ -109,7 +167,7 @@ pub fn classify(probe: &Probe) -> Class {
             content,
             source,
         } => {
-            let usable = matches!(id, Field::Str { len, .. } if *len > 0)
+            let usable = matches!(id, Field::Str { empty: false, .. })
                 && matches!(role, Field::Str { expected: true, .. })
                 && *content == Field::Array
                 && *source
@@ -190,11 +248,11 @@ mod tests {
     fn message() -> Probe {
         Probe::Object {
             id: Field::Str {
-                len: 36,
+                empty: false,
                 expected: false,
             },
             role: Field::Str {
-                len: 4,
+                empty: false,
                 expected: true,
             },
             content: Field::Array,
@@ -221,7 +279,7 @@ mod tests {
             with(|p| {
                 if let Probe::Object { id, .. } = p {
                     *id = Field::Str {
-                        len: 0,
+                        empty: true,
                         expected: false,
                     }
                 }
@@ -234,7 +292,7 @@ mod tests {
             with(|p| {
                 if let Probe::Object { role, .. } = p {
                     *role = Field::Str {
-                        len: 9,
+                        empty: false,
                         expected: false,
                     }
                 }
@@ -329,6 +387,55 @@ mod tests {
         assert_eq!(Probe::Null.kind(), "null");
         assert_eq!(Probe::Array.kind(), "array");
         assert_eq!(message().kind(), "object");
+    }
+
+    /// The code the boundary gives an object whose fields have these codes.
+    const fn object_code(id: u32, role: u32, content: u32, source: u32) -> u32 {
+        10 | id << 4 | role << 8 | content << 12 | source << 16
+    }
+
+    #[test]
+    fn shape_codes_decode_to_the_same_classes() {
+        // A real message: non-empty id, role 'user', array content, source with string kind.
+        assert_eq!(Probe::from_code(object_code(2, 3, 4, 5)), message());
+        assert_eq!(
+            classify(&Probe::from_code(object_code(2, 3, 4, 5))),
+            Class::Message
+        );
+        for broken in [
+            object_code(1, 3, 4, 5), // empty id
+            object_code(0, 3, 4, 5), // no id
+            object_code(2, 2, 4, 5), // role other than 'user'
+            object_code(2, 3, 6, 5), // content not an array
+            object_code(2, 3, 4, 6), // source kind not a string
+            object_code(2, 3, 4, 8), // source unreadable
+            object_code(8, 3, 4, 5), // id getter throws
+        ] {
+            assert_eq!(
+                classify(&Probe::from_code(broken)),
+                Class::Other,
+                "{broken:#x}"
+            );
+        }
+        for (code, class) in [
+            (0, Class::Scalar),
+            (1, Class::Scalar),
+            (2, Class::Other),
+            (3, Class::Scalar),
+            (4, Class::Scalar),
+            (5, Class::Other),
+            (6, Class::Other),
+            (7, Class::Other),
+            (8, Class::Other),
+            (9, Class::Other),
+            (11, Class::Other),
+            (15, Class::Other),
+        ] {
+            assert_eq!(classify(&Probe::from_code(code)), class, "{code}");
+        }
+        assert_eq!(Probe::from_code(5).kind(), "null");
+        assert_eq!(Probe::from_code(9).kind(), "array");
+        assert_eq!(Probe::from_code(4).kind(), "bigint");
     }
 
     #[test]

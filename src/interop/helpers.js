@@ -10,13 +10,95 @@ export function makeWrapper(dispatch, token, previous) {
 }
 
 /**
- * As `makeWrapper`, for calls the guard only needs to see when `args[index] === value`
- * (a filter Rust chooses); every other call goes straight to `previous`, unchanged.
+ * As `makeWrapper`, for calls the guard only needs to see when `args[index]` (or its
+ * `key`) is `value` — a filter Rust chooses. Every other call goes straight to
+ * `previous` (a listener: to nothing), unchanged, without entering wasm.
  */
-export function makeFilteredWrapper(dispatch, token, previous, index, value) {
+export function makeFilteredWrapper(dispatch, token, previous, index, key, value) {
   return function harnessGuardWrapper(...args) {
-    return args[index] === value ? dispatch(token, previous, this, args) : Reflect.apply(previous, this, args)
+    const probe = key === undefined ? args[index] : args[index]?.[key]
+    if (probe === value) return dispatch(token, previous, this, args)
+    return previous === undefined ? undefined : Reflect.apply(previous, this, args)
   }
+}
+
+/**
+ * The `resolveClientQuery` wrapper. Only two cases reach the guard: an answer with
+ * no bound agent (`unbound`, before the registry sees it) and an answer the registry
+ * refused (`refused`, with the registry's result in place of `previous`). Accepted
+ * answers go registry → caller without entering wasm.
+ */
+export function makeResolveWrapper(dispatch, unbound, refused, previous) {
+  return function harnessGuardWrapper(...args) {
+    if (args[0] === null || args[0] === undefined) return dispatch(unbound, previous, this, args)
+    const result = Reflect.apply(previous, this, args)
+    return result?.accepted === false ? dispatch(refused, result, this, args) : result
+  }
+}
+
+/**
+ * Replace `args[index]` (the caller's signal) by one that also aborts through a new
+ * controller, and return that controller; `undefined` when there is no live signal.
+ */
+export function deriveSignal(args, index) {
+  const caller = args[index]
+  if (!(caller instanceof AbortSignal) || caller.aborted) return undefined
+  const controller = new AbortController()
+  args[index] = AbortSignal.any([caller, controller.signal])
+  return controller
+}
+
+// Shape codes: the facts classification needs, one number per inbox entry, read
+// defensively here so that a clean batch crosses into wasm once. Rust decodes
+// them (`Probe::from_code`) and makes every decision. Low 4 bits: the value's
+// type; for objects, 4 bits each for `id`, `role`, `content`, `source` from bit 4.
+const FIELD_MISSING = 0, FIELD_EMPTY_STRING = 1, FIELD_STRING = 2, FIELD_EXPECTED = 3, FIELD_ARRAY = 4
+const FIELD_OBJECT_KIND_STRING = 5, FIELD_OBJECT = 6, FIELD_OTHER = 7, FIELD_UNREADABLE = 8
+
+function fieldCode(object, key, expected) {
+  let value
+  try {
+    value = object[key]
+    if (value === undefined) return FIELD_MISSING
+    if (typeof value === 'string') {
+      return value === expected ? FIELD_EXPECTED : value.length === 0 ? FIELD_EMPTY_STRING : FIELD_STRING
+    }
+    if (Array.isArray(value)) return FIELD_ARRAY
+    if (typeof value === 'object' && value !== null) {
+      return typeof value.kind === 'string' ? FIELD_OBJECT_KIND_STRING : FIELD_OBJECT
+    }
+    return FIELD_OTHER
+  } catch {
+    return FIELD_UNREADABLE
+  }
+}
+
+/** The shape code of one value. */
+export function shapeCode(value) {
+  switch (typeof value) {
+    case 'string': return 0
+    case 'number': return Number.isFinite(value) ? 1 : 2
+    case 'boolean': return 3
+    case 'bigint': return 4
+    case 'undefined': return 6
+    case 'symbol': return 7
+    case 'function': return 8
+  }
+  if (value === null) return 5
+  try {
+    if (Array.isArray(value)) return 9
+  } catch {
+    return 11
+  }
+  return 10 | fieldCode(value, 'id') << 4 | fieldCode(value, 'role', 'user') << 8
+    | fieldCode(value, 'content') << 12 | fieldCode(value, 'source') << 16
+}
+
+/** The shape code of every entry of `list`. */
+export function shapes(list) {
+  const codes = new Uint32Array(list.length)
+  for (let i = 0; i < codes.length; i++) codes[i] = shapeCode(list[i])
+  return codes
 }
 
 /** Report the settlement of `inner` to `settle(key, ok, value)`. */

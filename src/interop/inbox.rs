@@ -12,15 +12,17 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Array, Function, JsString, Object, Reflect};
+use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::{is_patched, PatchHandle};
 use super::runtime::{forward, Installation, Role, Runtime};
-use super::{get, get_fn, get_string, is_array, remove_at, render_head, safe_string};
+use super::{
+    get, get_fn, get_string, is_array, remove_at, render_head, safe_string, shape, shapes,
+};
 use crate::config::{InboxConfig, Mode};
-use crate::inbox::{classify, decide, preview, repair_summary, Action, Field, Probe};
+use crate::inbox::{classify, decide, preview, repair_summary, Action, Class, Probe};
 use crate::ledger::{Ledger, Violation};
 
 struct Guard {
@@ -97,7 +99,16 @@ pub fn install(
             ("agent/pre-step", Role::PreStep, prepend.into()),
             ("session/event", Role::SessionEvent, JsValue::UNDEFINED),
         ] {
-            let listener = rt.wrapper(guard, role, &JsValue::UNDEFINED);
+            let listener = match role {
+                // Only inbox writes concern the guard; other session events stay out of wasm.
+                Role::SessionEvent => rt.filtered_wrapper(
+                    guard,
+                    role,
+                    &JsValue::UNDEFINED,
+                    (1, Some("type"), &JsValue::from_str("agent/inbox/spliced")),
+                ),
+                _ => rt.wrapper(guard, role, &JsValue::UNDEFINED),
+            };
             match on.call3(&JsValue::UNDEFINED, &event.into(), &listener, &options) {
                 Ok(d) => unlisten.extend(d.dyn_into::<Function>().ok()),
                 Err(_) => {
@@ -186,8 +197,8 @@ pub(super) fn claim(
     let Some(cx) = ctx(rt, guard) else {
         return forward(previous, this, args);
     };
-    let session = session_id(this);
-    let for_turn = args.get(0).as_string().as_deref() == Some("next-turn");
+    let session = Session::of(this);
+    let for_turn = args.get(0) == "next-turn";
     loop {
         let next_step = list_len(this, "nextStep");
         let batch = forward(previous, this, args)?;
@@ -221,7 +232,8 @@ pub(super) fn pre_step(rt: &Runtime, guard: u32, args: &Array) -> Result<JsValue
         if let Some(inbox) = &inbox {
             wrap(rt, guard, inbox);
         }
-        let session = inbox.as_ref().and_then(session_id);
+        let none = JsValue::UNDEFINED;
+        let session = Session::of(inbox.as_ref().unwrap_or(&none));
         if let Some(messages) = get(&event, "messages").filter(|m| is_array(m) == Some(true)) {
             sanitize_batch(&cx, messages.unchecked_ref(), &session, |_| None);
         }
@@ -235,11 +247,9 @@ pub(super) fn pre_step(rt: &Runtime, guard: u32, args: &Array) -> Result<JsValue
     }
 }
 
-/// `session/event`: record each non-message an `agent/inbox/spliced` write inserted.
+/// `session/event` for `agent/inbox/spliced` (the listener's filter lets only those
+/// through): record each non-message the write inserted.
 pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: &JsValue) {
-    if get_string(event, "type").as_deref() != Some("agent/inbox/spliced") {
-        return;
-    }
     let Some(cx) = ctx(rt, guard) else {
         return;
     };
@@ -248,30 +258,40 @@ pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: 
         return;
     };
     let inserted: &Array = inserted.unchecked_ref();
-    let start = get(&data, "start").and_then(|s| s.as_f64()).unwrap_or(0.0);
-    let target = get_string(&data, "target");
-    let seq = get(event, "seq").and_then(|s| s.as_f64());
-    let session_id = get_string(session, "id");
-    for (i, value) in inserted.iter().enumerate() {
-        let probe = probe(&value);
-        if decide(Mode::Report, classify(&probe)) == Action::Keep {
+    let mut place = None;
+    for (i, code) in indexed(&shapes(inserted)) {
+        let probe = Probe::from_code(code);
+        if classify(&probe) == Class::Message {
             continue;
         }
-        let index = start + i as f64;
+        let (start, seq, target, session_id) = place.get_or_insert_with(|| {
+            (
+                get(&data, "start").and_then(|s| s.as_f64()).unwrap_or(0.0),
+                get(event, "seq").and_then(|s| s.as_f64()),
+                get_string(&data, "target"),
+                get_string(session, "id"),
+            )
+        });
         record(
             &cx,
-            &value,
+            &inserted.get(i),
             &probe,
             Action::Observe,
             Place {
                 origin: "durable",
                 session_id: session_id.clone(),
-                seq,
+                seq: *seq,
                 target: target.clone(),
-                index: to_index(index),
+                index: to_index(*start + f64::from(i)),
             },
         );
     }
+}
+
+/// Shape codes with their indices (a batch never holds more than u32::MAX entries).
+fn indexed(codes: &[u32]) -> impl DoubleEndedIterator<Item = (u32, u32)> + '_ {
+    let len = u32::try_from(codes.len()).unwrap_or(u32::MAX);
+    (0..len).zip(codes.iter().copied())
 }
 
 fn to_index(n: f64) -> u32 {
@@ -285,8 +305,25 @@ fn to_index(n: f64) -> u32 {
     }
 }
 
-fn session_id(inbox: &JsValue) -> Option<String> {
-    get(inbox, "session").and_then(|s| get_string(&s, "id"))
+/// An inbox's session id, read only once something needs recording.
+struct Session<'a> {
+    inbox: &'a JsValue,
+    id: std::cell::OnceCell<Option<String>>,
+}
+
+impl<'a> Session<'a> {
+    fn of(inbox: &'a JsValue) -> Self {
+        Self {
+            inbox,
+            id: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn id(&self) -> Option<String> {
+        self.id
+            .get_or_init(|| get(self.inbox, "session").and_then(|s| get_string(&s, "id")))
+            .clone()
+    }
 }
 
 /// Where a violation was found.
@@ -302,17 +339,18 @@ struct Place {
 fn sanitize_batch(
     cx: &Ctx,
     batch: &Array,
-    session: &Option<String>,
+    session: &Session<'_>,
     target_of: impl Fn(u32) -> Option<String>,
 ) {
-    let len = batch.length();
     let mut found = Vec::new();
-    for i in (0..len).rev() {
-        let value = batch.get(i);
-        let probe = probe(&value);
+    for (i, code) in indexed(&shapes(batch)).rev() {
+        let probe = Probe::from_code(code);
         let action = decide(cx.mode, classify(&probe));
+        if action == Action::Keep {
+            continue;
+        }
+        let value = batch.get(i);
         let action = match action {
-            Action::Keep => continue,
             Action::Repair => match repaired(cx, &value, &probe) {
                 Some(message) => {
                     batch.set(i, message);
@@ -327,7 +365,7 @@ fn sanitize_batch(
                 remove_at(batch, i);
                 Action::Drop
             }
-            Action::Observe => Action::Observe,
+            other => other,
         };
         found.push((i, value, probe, action));
     }
@@ -339,7 +377,7 @@ fn sanitize_batch(
             action,
             Place {
                 origin: "claimed",
-                session_id: session.clone(),
+                session_id: session.id(),
                 seq: None,
                 target: target_of(i),
                 index: i,
@@ -349,7 +387,7 @@ fn sanitize_batch(
 }
 
 /// Repair or drop bad entries of both pending lists through `inbox.splice`.
-fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Option<String>) {
+fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
     let Some(splice) = get_fn(inbox, "splice") else {
         return;
     };
@@ -358,12 +396,15 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Option<String>) {
             continue;
         };
         let list: Array = list.unchecked_into();
-        for i in (0..list.length()).rev() {
-            let value = list.get(i);
-            let probe = probe(&value);
+        for (i, code) in indexed(&shapes(&list)).rev() {
+            let probe = Probe::from_code(code);
             let mut action = decide(cx.mode, classify(&probe));
+            if action == Action::Keep {
+                continue;
+            }
+            let value = list.get(i);
             let replacement = match action {
-                Action::Keep => continue,
+                Action::Keep => None,
                 Action::Observe => None,
                 Action::Repair => match repaired(cx, &value, &probe) {
                     Some(message) => Some(Array::of1(&message)),
@@ -381,7 +422,7 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Option<String>) {
                         cx,
                         &format!(
                             "could not fix pending inbox entry {target}[{i}] of session {}: {}",
-                            session.as_deref().unwrap_or("?"),
+                            session.id().as_deref().unwrap_or("?"),
                             String::from(safe_string(&error))
                         ),
                     );
@@ -395,7 +436,7 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Option<String>) {
                 action,
                 Place {
                     origin: "pending",
-                    session_id: session.clone(),
+                    session_id: session.id(),
                     seq: None,
                     target: Some(target.to_owned()),
                     index: i,
@@ -431,7 +472,7 @@ fn repaired(cx: &Ctx, value: &JsValue, probe: &Probe) -> Option<JsValue> {
         .create_user_message
         .call1(&JsValue::UNDEFINED, &spec)
         .ok()?;
-    (classify(&self::probe(&message)) == crate::inbox::Class::Message).then_some(message)
+    (classify(&Probe::from_code(shape(&message))) == Class::Message).then_some(message)
 }
 
 fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place) {
@@ -488,75 +529,4 @@ fn warn(cx: &Ctx, text: &str) {
     if let Some(w) = &cx.warn {
         let _ = w.call1(&JsValue::UNDEFINED, &text.into());
     }
-}
-
-/// Reduce a value to what classification needs, reading every property defensively.
-fn probe(value: &JsValue) -> Probe {
-    if value.is_string() {
-        return Probe::String;
-    }
-    if let Some(n) = value.as_f64() {
-        return Probe::Number {
-            finite: n.is_finite(),
-        };
-    }
-    if value.as_bool().is_some() {
-        return Probe::Boolean;
-    }
-    if value.is_bigint() {
-        return Probe::BigInt;
-    }
-    if value.is_null() {
-        return Probe::Null;
-    }
-    if value.is_undefined() {
-        return Probe::Undefined;
-    }
-    if value.is_symbol() {
-        return Probe::Symbol;
-    }
-    if value.is_function() {
-        return Probe::Function;
-    }
-    match is_array(value) {
-        Some(true) => return Probe::Array,
-        None => return Probe::Unreadable,
-        Some(false) => {}
-    }
-    Probe::Object {
-        id: field(value, "id", None),
-        role: field(value, "role", Some("user")),
-        content: field(value, "content", None),
-        source: field(value, "source", None),
-    }
-}
-
-fn field(object: &JsValue, key: &str, expected: Option<&str>) -> Field {
-    let Ok(v) = Reflect::get(object, &JsValue::from_str(key)) else {
-        return Field::Unreadable;
-    };
-    if v.is_undefined() {
-        return Field::Missing;
-    }
-    if v.is_string() {
-        let s: &JsString = v.unchecked_ref();
-        return Field::Str {
-            len: s.length() as usize,
-            expected: expected.is_some_and(|e| v == JsValue::from_str(e)),
-        };
-    }
-    match is_array(&v) {
-        Some(true) => return Field::Array,
-        None => return Field::Unreadable,
-        Some(false) => {}
-    }
-    if v.is_object() {
-        return match Reflect::get(&v, &"kind".into()) {
-            Ok(kind) => Field::Object {
-                kind_is_string: kind.is_string(),
-            },
-            Err(_) => Field::Unreadable,
-        };
-    }
-    Field::Other
 }

@@ -22,8 +22,8 @@ use wasm_bindgen::JsCast;
 use super::patch::PatchHandle;
 use super::runtime::{forward, Installation, Role, Runtime};
 use super::{
-    get, get_fn, get_string, monotonic_now, original_of, text_of, to_js_error, AbortController,
-    AbortSignal,
+    derive_signal, get, get_fn, get_string, monotonic_now, original_of, text_of, to_js_error,
+    AbortController,
 };
 use crate::config::InspectConfig;
 use crate::error::{Error, Refusal};
@@ -147,14 +147,11 @@ pub fn install(
     super::runtime::with(|rt| {
         let guard = rt.next_guard();
         let mut patches = Vec::new();
-        for (key, role) in [
-            ("query", Role::Query),
-            ("resolveClientQuery", Role::Resolve),
-        ] {
-            let make = |previous: &JsValue| match role {
+        for key in ["query", "resolveClientQuery"] {
+            let make = |previous: &JsValue| match key {
                 // Only client queries need the guard; host queries never enter wasm.
-                Role::Query => rt.filtered_wrapper(guard, role, previous, 0, &rt.client),
-                _ => rt.wrapper(guard, role, previous),
+                "query" => rt.filtered_wrapper(guard, Role::Query, previous, (0, None, &rt.client)),
+                _ => rt.resolve_wrapper(guard, previous),
             };
             match PatchHandle::install(&raw, key, make) {
                 Ok(Some(patch)) => patches.push(patch),
@@ -163,7 +160,7 @@ pub fn install(
                 Err(_) => {
                     return Err(Error::HostShape {
                         target: "cordisInspect",
-                        missing: vec![if role == Role::Query {
+                        missing: vec![if key == "query" {
                             "a replaceable query()"
                         } else {
                             "a replaceable resolveClientQuery()"
@@ -214,17 +211,11 @@ pub(super) fn query(
     else {
         return forward(previous, this, args);
     };
-    if args.get(0) != rt.client {
-        return forward(previous, this, args);
-    }
-    let caller = args.get(5);
-    let Some(caller) = caller.dyn_ref::<AbortSignal>().filter(|s| !s.aborted()) else {
+    // The caller's signal becomes one that also aborts through our controller.
+    let Some(controller) = derive_signal(args, 5) else {
         // No live signal: the registry throws or rejects exactly as it would unguarded.
         return forward(previous, this, args);
     };
-    let controller = AbortController::new()?;
-    let derived = AbortSignal::any(&Array::of2(caller, &controller.signal()))?;
-    args.set(5, derived.into());
 
     let query = Query {
         guard,
@@ -317,8 +308,8 @@ pub(super) fn announce(rt: &Runtime, request: &JsValue) {
     });
 }
 
-/// The guarded `resolveClientQuery(agent, requestId, resolution)`.
-pub(super) fn resolve(
+/// `resolveClientQuery(null, requestId, …)`: refused, instead of the registry's `TypeError`.
+pub(super) fn unbound(
     rt: &Runtime,
     guard: u32,
     previous: &JsValue,
@@ -328,20 +319,20 @@ pub(super) fn resolve(
     if rt.inspect(|s| s.guards.contains_key(&guard)) != Some(true) {
         return forward(previous, this, args);
     }
-    let agent = args.get(0);
-    let request_id = args.get(1).as_string();
-    if agent.is_null() || agent.is_undefined() {
-        report_unbound(rt, guard, request_id);
-        return Ok(refused());
-    }
-    let result = forward(previous, this, args)?;
-    let accepted = get(&result, "accepted").and_then(|a| a.as_bool());
-    if accepted != Some(false) {
-        return Ok(result);
-    }
-    let Some(request_id) = request_id else {
-        return Ok(result);
+    report_unbound(rt, guard, args.get(1).as_string());
+    Ok(not_accepted())
+}
+
+/// The registry refused an answer (`{ accepted: false }`, handed back unchanged):
+/// remember it as the flight's first refusal when it is a page's `ok: false`, or
+/// an answer that failed validation, from the asking agent's session.
+pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) -> JsValue {
+    let Some(request_id) = args.get(1).as_string() else {
+        return result.clone();
     };
+    if rt.inspect(|s| s.guards.contains_key(&guard)) != Some(true) {
+        return result.clone();
+    }
     let resolution = args.get(2);
     let refusal = match get(&resolution, "ok") {
         Some(ok) if ok.is_truthy() => Refusal::InvalidOutput {
@@ -354,7 +345,7 @@ pub(super) fn resolve(
                 .map_or_else(String::new, |m| text_of(&m, MAX_PAGE_TEXT)),
         },
     };
-    let agent_id = get_string(&agent, "id");
+    let agent_id = get_string(&args.get(0), "id");
     let now = monotonic_now();
     let effect = rt
         .inspect(|state| {
@@ -366,7 +357,7 @@ pub(super) fn resolve(
     if effect == RefusalEffect::First {
         rearm(rt);
     }
-    Ok(result)
+    result.clone()
 }
 
 /// The host validator's account of why a waiting flight's answer was refused.
@@ -388,7 +379,7 @@ fn explain_invalid_output(rt: &Runtime, request_id: &str, resolution: &JsValue) 
     detail.is_string().then(|| text_of(&detail, MAX_PAGE_TEXT))
 }
 
-fn refused() -> JsValue {
+fn not_accepted() -> JsValue {
     let result = Object::new();
     let _ = Reflect::set(&result, &"accepted".into(), &JsValue::FALSE);
     result.into()
@@ -449,11 +440,18 @@ pub(super) fn settle(rt: &Runtime, key: f64, ok: bool, value: &JsValue) {
     rearm(rt);
 }
 
+/// Flights ended per timer tick. When more are due, the timer is re-armed at once,
+/// so callers' rejection handlers (and I/O) run between chunks instead of after
+/// the whole batch.
+const EXPIRY_CHUNK: usize = 128;
+
 /// The deadline timer fired.
 pub(super) fn tick(rt: &Runtime) {
     rt.fired();
     let now = monotonic_now();
-    let ended = rt.inspect(|s| s.flights.expire(now)).unwrap_or_default();
+    let ended = rt
+        .inspect(|s| s.flights.expire_at_most(now, EXPIRY_CHUNK))
+        .unwrap_or_default();
     end_flights(rt, ended.into_iter().map(|(key, _)| key));
     rearm(rt);
 }

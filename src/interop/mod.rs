@@ -32,6 +32,7 @@ extern "C" {
         token: u32,
         previous: &JsValue,
         index: u32,
+        key: Option<&str>,
         value: &JsValue,
     ) -> Function;
     fn chain(inner: &js_sys::Promise, key: f64, settle: &Function);
@@ -42,27 +43,28 @@ extern "C" {
     fn is_array(value: &JsValue) -> Option<bool>;
     #[wasm_bindgen(js_name = removeAt)]
     fn remove_at(array: &Array, index: u32);
+    #[wasm_bindgen(js_name = shapes)]
+    fn shape_codes(list: &Array) -> js_sys::Uint32Array;
+    #[wasm_bindgen(js_name = shapeCode)]
+    fn shape(value: &JsValue) -> u32;
+    #[wasm_bindgen(js_name = deriveSignal)]
+    fn derive_signal(args: &Array, index: u32) -> Option<AbortController>;
+    #[wasm_bindgen(js_name = makeResolveWrapper)]
+    fn make_resolve_wrapper(
+        dispatch: &Function,
+        unbound: u32,
+        refused: u32,
+        previous: &JsValue,
+    ) -> Function;
 }
 
 #[wasm_bindgen]
 extern "C" {
-    /// `AbortController`.
+    /// `AbortController`; made by `deriveSignal`, aborted at a flight's ending.
     #[wasm_bindgen(js_name = AbortController)]
     type AbortController;
-    #[wasm_bindgen(constructor, js_class = "AbortController", catch)]
-    fn new() -> Result<AbortController, JsValue>;
-    #[wasm_bindgen(method, getter)]
-    fn signal(this: &AbortController) -> AbortSignal;
     #[wasm_bindgen(method)]
     fn abort(this: &AbortController);
-
-    /// `AbortSignal`.
-    #[wasm_bindgen(js_name = AbortSignal)]
-    type AbortSignal;
-    #[wasm_bindgen(method, getter)]
-    fn aborted(this: &AbortSignal) -> bool;
-    #[wasm_bindgen(static_method_of = AbortSignal, js_name = any, catch)]
-    fn any(signals: &Array) -> Result<AbortSignal, JsValue>;
 
     #[wasm_bindgen(js_name = setTimeout, catch)]
     fn set_timeout(callback: &Function, delay_ms: f64) -> Result<JsValue, JsValue>;
@@ -95,12 +97,18 @@ pub fn original_of(value: &JsValue) -> JsValue {
     }
 }
 
-/// `value[key]`, or `None` when reading throws.
+/// The shape code of every entry of `list` (see `Probe::from_code`), in one crossing.
+fn shapes(list: &Array) -> Vec<u32> {
+    shape_codes(list).to_vec()
+}
+
+/// `value[key]`, or `None` when reading throws. Keys are interned: each name is
+/// decoded into a JavaScript string once, not on every read.
 fn get(value: &JsValue, key: &str) -> Option<JsValue> {
     if !value.is_object() && !value.is_function() {
         return None;
     }
-    Reflect::get(value, &JsValue::from_str(key)).ok()
+    Reflect::get(value, &JsValue::from_str(wasm_bindgen::intern(key))).ok()
 }
 
 /// `value[key]` as a function, when it is one.

@@ -18,7 +18,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::{
-    clear_timeout, inbox, inspect, make_filtered_wrapper, make_wrapper, monotonic_now, set_timeout,
+    clear_timeout, inbox, inspect, make_filtered_wrapper, make_resolve_wrapper, make_wrapper,
+    monotonic_now, set_timeout,
 };
 
 /// What a wrapper or listener is for; the low bits of its token.
@@ -26,8 +27,8 @@ use super::{
 pub(super) enum Role {
     /// `registry.query`.
     Query = 0,
-    /// `registry.resolveClientQuery`.
-    Resolve = 1,
+    /// `registry.resolveClientQuery` called without a bound agent.
+    Unbound = 1,
     /// A `cordis/inspect-query` listener.
     Announce = 2,
     /// An inbox's `claim`.
@@ -38,6 +39,8 @@ pub(super) enum Role {
     Created = 5,
     /// The `session/event` observer.
     SessionEvent = 6,
+    /// `registry.resolveClientQuery` refused an answer (`previous` carries its result).
+    Refused = 7,
 }
 
 const ROLE_BITS: u32 = 3;
@@ -50,12 +53,13 @@ impl Role {
     fn of(token: u32) -> Option<Self> {
         Some(match token & ((1 << ROLE_BITS) - 1) {
             0 => Role::Query,
-            1 => Role::Resolve,
+            1 => Role::Unbound,
             2 => Role::Announce,
             3 => Role::Claim,
             4 => Role::PreStep,
             5 => Role::Created,
             6 => Role::SessionEvent,
+            7 => Role::Refused,
             _ => return None,
         })
     }
@@ -145,22 +149,34 @@ impl Runtime {
         make_wrapper(self.dispatch_fn(), token(guard, role), previous)
     }
 
-    /// As [`Runtime::wrapper`], but only calls whose argument `index` is `value`
-    /// (by `===`) reach the guard; the rest go to `previous` without entering wasm.
+    /// As [`Runtime::wrapper`], but only calls whose argument `index` (or its property
+    /// `key`) is `value` (by `===`) reach the guard; the rest go to `previous` (for a
+    /// listener, `undefined`: nowhere) without entering wasm.
     pub(super) fn filtered_wrapper(
         &self,
         guard: u32,
         role: Role,
         previous: &JsValue,
-        index: u32,
-        value: &JsValue,
+        (index, key, value): (u32, Option<&str>, &JsValue),
     ) -> Function {
         make_filtered_wrapper(
             self.dispatch_fn(),
             token(guard, role),
             previous,
             index,
+            key,
             value,
+        )
+    }
+
+    /// The `resolveClientQuery` wrapper: only unbound-agent answers and answers the
+    /// registry refused reach the guard.
+    pub(super) fn resolve_wrapper(&self, guard: u32, previous: &JsValue) -> Function {
+        make_resolve_wrapper(
+            self.dispatch_fn(),
+            token(guard, Role::Unbound),
+            token(guard, Role::Refused),
+            previous,
         )
     }
 
@@ -183,7 +199,8 @@ impl Runtime {
         let guard = token >> ROLE_BITS;
         match Role::of(token) {
             Some(Role::Query) => inspect::query(self, guard, previous, this, args),
-            Some(Role::Resolve) => inspect::resolve(self, guard, previous, this, args),
+            Some(Role::Unbound) => inspect::unbound(self, guard, previous, this, args),
+            Some(Role::Refused) => Ok(inspect::refused(self, guard, previous, args)),
             Some(Role::Announce) => {
                 inspect::announce(self, &args.get(0));
                 Ok(JsValue::UNDEFINED)
