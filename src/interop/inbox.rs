@@ -26,10 +26,7 @@ use crate::inbox::{classify, decide, preview, repair_summary, Action, Class, Pro
 use crate::ledger::{Ledger, Violation};
 
 struct Guard {
-    config: InboxConfig,
-    create_user_message: Function,
-    warn: Option<Function>,
-    ledger: Rc<RefCell<Ledger<Violation>>>,
+    cx: Rc<Ctx>,
     patches: Vec<PatchHandle>,
     pruned_at: usize,
     unlisten: Vec<Function>,
@@ -41,8 +38,8 @@ pub(crate) struct State {
     guards: std::collections::HashMap<u32, Guard>,
 }
 
-/// What one guard needs while it works, copied out so no borrow is held across JS calls.
-#[derive(Clone)]
+/// What one guard needs while it works; shared out (an `Rc`, no JS handle cloned per
+/// call) so no borrow is held across JS calls.
 struct Ctx {
     mode: Mode,
     preview_chars: u32,
@@ -51,18 +48,9 @@ struct Ctx {
     ledger: Rc<RefCell<Ledger<Violation>>>,
 }
 
-fn ctx(rt: &Runtime, guard: u32) -> Option<Ctx> {
-    rt.inbox(|state| {
-        let g = state.guards.get(&guard)?;
-        Some(Ctx {
-            mode: g.config.mode,
-            preview_chars: g.config.preview_chars,
-            create_user_message: g.create_user_message.clone(),
-            warn: g.warn.clone(),
-            ledger: g.ledger.clone(),
-        })
-    })
-    .flatten()
+fn ctx(rt: &Runtime, guard: u32) -> Option<Rc<Ctx>> {
+    rt.inbox(|state| state.guards.get(&guard).map(|g| g.cx.clone()))
+        .flatten()
 }
 
 /// Install the inbox guard. `hooks` is `{ on(name, fn, options) → dispose, warn(text, record), createUserMessage }`.
@@ -82,10 +70,13 @@ pub fn install(
     super::runtime::with(|rt| {
         let guard = rt.next_guard();
         let guard_state = Guard {
-            config,
-            create_user_message,
-            warn: get_fn(hooks, "warn"),
-            ledger,
+            cx: Rc::new(Ctx {
+                mode: config.mode,
+                preview_chars: config.preview_chars,
+                create_user_message,
+                warn: get_fn(hooks, "warn"),
+                ledger,
+            }),
             patches: Vec::new(),
             pruned_at: 0,
             unlisten: Vec::new(),
@@ -198,7 +189,7 @@ pub(super) fn claim(
         return forward(previous, this, args);
     };
     let session = Session::of(this);
-    let for_turn = args.get(0) == "next-turn";
+    let for_turn = args.get(0) == JsValue::from_str(wasm_bindgen::intern("next-turn"));
     loop {
         let next_step = list_len(this, "nextStep");
         let batch = forward(previous, this, args)?;
