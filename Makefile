@@ -20,7 +20,7 @@ TARBALL := dist/cordis-plugin-harness-guard-$(VERSION).tgz
 INSTALLED := $(RIG)/node_modules/cordis-plugin-harness-guard/package.json
 SOURCES := Cargo.toml Cargo.lock $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md LICENSE
 
-.PHONY: pkg pack demo test bench tools rig lint test-rust test-wasm test-js clean
+.PHONY: pkg pack demo test bench tools rig lint test-rust test-wasm test-js clean .wasm-target
 
 tools: $(WASM_BINDGEN) .wasm-target
 
@@ -88,6 +88,7 @@ test: lint test-rust test-wasm test-js
 
 bench: $(INSTALLED)
 	$(NODE) --expose-gc $(RIG)/bench/bench.mjs
+	$(NODE) $(RIG)/bench/readme-table.mjs
 
 clean:
 	rm -rf target pkg dist $(RIG)/node_modules
