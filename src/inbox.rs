@@ -146,6 +146,12 @@ impl Probe {
     }
 }
 
+/// The one shape code [`classify`] accepts as a usable message: an object whose
+/// `id` is a non-empty string, `role` is `'user'`, `content` an array and
+/// `source` an object with a string `kind`. The boundary hands it to the claim
+/// wrapper, so a batch of nothing else is returned without entering wasm.
+pub const MESSAGE_CODE: u32 = 10 | 2 << 4 | 3 << 8 | 4 << 12 | 5 << 16;
+
 /// What an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
@@ -436,6 +442,27 @@ mod tests {
         assert_eq!(Probe::from_code(5).kind(), "null");
         assert_eq!(Probe::from_code(9).kind(), "array");
         assert_eq!(Probe::from_code(4).kind(), "bigint");
+    }
+
+    #[test]
+    fn the_fast_path_code_is_a_usable_message() {
+        // The claim wrapper skips wasm only for entries whose code equals
+        // MESSAGE_CODE; every other code reaches `classify`. So the one property
+        // that matters is that MESSAGE_CODE itself is a message...
+        assert_eq!(classify(&Probe::from_code(MESSAGE_CODE)), Class::Message);
+        assert_eq!(Probe::from_code(MESSAGE_CODE), message());
+        // ...and that changing any one field of it makes a non-message, so the
+        // constant encodes all four checks.
+        for at in [4, 8, 12, 16] {
+            for field in 0..16 {
+                let code = (MESSAGE_CODE & !(0xf << at)) | field << at;
+                // (An `id` code 3, "equals the expected literal", is never produced:
+                // the boundary has no literal for `id`.)
+                if code != MESSAGE_CODE && !(at == 4 && field == 3) {
+                    assert_eq!(classify(&Probe::from_code(code)), Class::Other, "{code:#x}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -23,6 +23,37 @@ export function makeFilteredWrapper(dispatch, token, previous, index, key, value
 }
 
 /**
+ * An inbox's `claim` wrapper. The claimed batch goes back untouched when every
+ * entry has `messageCode` (the one shape code Rust classifies as a usable
+ * message); otherwise the guard gets `[args, batch, nextStepLength]`, with the
+ * length read before the claim emptied the list.
+ */
+export function makeClaimWrapper(dispatch, token, previous, messageCode) {
+  return function harnessGuardClaim(...args) {
+    let split
+    try {
+      split = this.nextStep.length
+    } catch {}
+    const batch = Reflect.apply(previous, this, args)
+    if (Array.isArray(batch) && batch.every((entry) => shapeCode(entry) === messageCode)) return batch
+    return dispatch(token, previous, this, [args, batch, split])
+  }
+}
+
+/**
+ * A `session/event` listener that reaches the guard only for inbox writes that
+ * inserted something: a claim's own splices are deletions and cannot insert a
+ * non-message, so they stay out of wasm.
+ */
+export function makeInsertObserver(dispatch, token) {
+  return function harnessGuardObserver(session, event) {
+    if (event?.type === 'agent/inbox/spliced' && event.data?.inserted?.length > 0) {
+      dispatch(token, undefined, this, [session, event])
+    }
+  }
+}
+
+/**
  * The `resolveClientQuery` wrapper. Only two cases reach the guard: an answer with
  * no bound agent (`unbound`, before the registry sees it) and an answer the registry
  * refused (`refused`, with the registry's result in place of `previous`). Accepted

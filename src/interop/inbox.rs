@@ -91,13 +91,8 @@ pub fn install(
             ("session/event", Role::SessionEvent, JsValue::UNDEFINED),
         ] {
             let listener = match role {
-                // Only inbox writes concern the guard; other session events stay out of wasm.
-                Role::SessionEvent => rt.filtered_wrapper(
-                    guard,
-                    role,
-                    &JsValue::UNDEFINED,
-                    (1, Some("type"), &JsValue::from_str("agent/inbox/spliced")),
-                ),
+                // Only inbox writes that inserted something concern the guard.
+                Role::SessionEvent => rt.insert_observer(guard),
                 _ => rt.wrapper(guard, role, &JsValue::UNDEFINED),
             };
             match on.call3(&JsValue::UNDEFINED, &event.into(), &listener, &options) {
@@ -143,9 +138,9 @@ fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
         Some(claim) if claim.is_function() && !is_patched(&claim) => {}
         _ => return,
     }
-    let Ok(Some(patch)) = PatchHandle::install(inbox, "claim", |previous| {
-        rt.wrapper(guard, Role::Claim, previous)
-    }) else {
+    let Ok(Some(patch)) =
+        PatchHandle::install(inbox, "claim", |previous| rt.claim_wrapper(guard, previous))
+    else {
         return;
     };
     // Dropping a handle of a collected inbox restores nothing; do it after the borrow anyway.
@@ -172,7 +167,9 @@ pub(super) fn created(rt: &Runtime, guard: u32, payload: &JsValue) {
     }
 }
 
-/// The wrapped `inbox.claim(target, turn)`: the claimed batch is sanitized before anyone sees it.
+/// The wrapped `inbox.claim(target, turn)`, for a batch that holds something other
+/// than usable messages (the wrapper returns clean batches itself). `args` is
+/// `[claimArgs, batch, nextStepLengthBeforeTheClaim]`.
 ///
 /// When the guard drops every entry of a turn's batch while more turns are
 /// queued, it claims the next queued prompt for this turn: an emptied turn would
@@ -185,27 +182,30 @@ pub(super) fn claim(
     this: &JsValue,
     args: &Array,
 ) -> Result<JsValue, JsValue> {
+    let claim_args: Array = args.get(0).unchecked_into();
+    let mut batch = args.get(1);
+    let mut next_step = args.get(2).as_f64().map(to_index);
     let Some(cx) = ctx(rt, guard) else {
-        return forward(previous, this, args);
+        return Ok(batch);
     };
     let session = Session::of(this);
-    let for_turn = args.get(0) == JsValue::from_str(wasm_bindgen::intern("next-turn"));
+    let for_turn = claim_args.get(0) == JsValue::from_str(wasm_bindgen::intern("next-turn"));
     loop {
-        let next_step = list_len(this, "nextStep");
-        let batch = forward(previous, this, args)?;
         if is_array(&batch) != Some(true) {
             return Ok(batch);
         }
-        let batch: Array = batch.unchecked_into();
-        let claimed = batch.length();
+        let list: Array = batch.unchecked_into();
+        let claimed = list.length();
         let split = next_step.unwrap_or(u32::MAX);
-        sanitize_batch(&cx, &batch, &session, |i| {
+        sanitize_batch(&cx, &list, &session, |i| {
             Some(if i < split { "next-step" } else { "next-turn" }.to_owned())
         });
-        let emptied = claimed > 0 && batch.length() == 0;
+        let emptied = claimed > 0 && list.length() == 0;
         if !(emptied && for_turn && list_len(this, "nextTurn").unwrap_or(0) > 0) {
-            return Ok(batch.into());
+            return Ok(list.into());
         }
+        next_step = list_len(this, "nextStep");
+        batch = forward(previous, this, &claim_args)?;
     }
 }
 
@@ -238,8 +238,8 @@ pub(super) fn pre_step(rt: &Runtime, guard: u32, args: &Array) -> Result<JsValue
     }
 }
 
-/// `session/event` for `agent/inbox/spliced` (the listener's filter lets only those
-/// through): record each non-message the write inserted.
+/// `session/event` for an `agent/inbox/spliced` write that inserted something (the
+/// observer lets only those through): record each non-message it inserted.
 pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: &JsValue) {
     let Some(cx) = ctx(rt, guard) else {
         return;

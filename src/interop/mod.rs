@@ -49,6 +49,15 @@ extern "C" {
     fn shape(value: &JsValue) -> u32;
     #[wasm_bindgen(js_name = deriveSignal)]
     fn derive_signal(args: &Array, index: u32) -> Option<AbortController>;
+    #[wasm_bindgen(js_name = makeClaimWrapper)]
+    fn make_claim_wrapper(
+        dispatch: &Function,
+        token: u32,
+        previous: &JsValue,
+        message_code: u32,
+    ) -> Function;
+    #[wasm_bindgen(js_name = makeInsertObserver)]
+    fn make_insert_observer(dispatch: &Function, token: u32) -> Function;
     #[wasm_bindgen(js_name = makeResolveWrapper)]
     fn make_resolve_wrapper(
         dispatch: &Function,

@@ -18,8 +18,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::{
-    clear_timeout, inbox, inspect, make_filtered_wrapper, make_resolve_wrapper, make_wrapper,
-    monotonic_now, set_timeout,
+    clear_timeout, inbox, inspect, make_claim_wrapper, make_filtered_wrapper, make_insert_observer,
+    make_resolve_wrapper, make_wrapper, monotonic_now, set_timeout,
 };
 
 /// What a wrapper or listener is for; the low bits of its token.
@@ -167,6 +167,21 @@ impl Runtime {
             key,
             value,
         )
+    }
+
+    /// An inbox's `claim` wrapper: a batch of usable messages only never reaches the guard.
+    pub(super) fn claim_wrapper(&self, guard: u32, previous: &JsValue) -> Function {
+        make_claim_wrapper(
+            self.dispatch_fn(),
+            token(guard, Role::Claim),
+            previous,
+            crate::inbox::MESSAGE_CODE,
+        )
+    }
+
+    /// The `session/event` observer: only inbox writes that inserted something reach the guard.
+    pub(super) fn insert_observer(&self, guard: u32) -> Function {
+        make_insert_observer(self.dispatch_fn(), token(guard, Role::SessionEvent))
     }
 
     /// The `resolveClientQuery` wrapper: only unbound-agent answers and answers the
