@@ -263,6 +263,11 @@ impl Flights {
         }
     }
 
+    /// Whether `key` names a flight in the table (waiting, or ended but not landed).
+    pub fn contains(&self, key: FlightKey) -> bool {
+        matches!(self.table.get(key.slot as usize), Some(Some(f)) if f.generation == key.generation)
+    }
+
     /// Whether the flight has had its request id announced.
     pub fn is_announced(&self, key: FlightKey) -> bool {
         matches!(self.table.get(key.slot as usize),
@@ -643,6 +648,7 @@ mod tests {
         assert_eq!(k1.slot, k2.slot);
         assert_ne!(k1, k2);
         assert!(f.land(k1).is_none(), "a stale key lands nothing");
+        assert!(!f.contains(k1) && f.contains(k2));
         assert!(f.land(k2).is_some());
         for bad in [-1.0, 0.5, f64::NAN, f64::INFINITY, 1e300] {
             assert_eq!(FlightKey::from_f64(bad), None, "{bad}");

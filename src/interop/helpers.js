@@ -10,15 +10,26 @@ export function makeWrapper(dispatch, token, previous) {
 }
 
 /**
- * As `makeWrapper`, for calls the guard only needs to see when `args[index]` (or its
- * `key`) is `value` — a filter Rust chooses. Every other call goes straight to
- * `previous` (a listener: to nothing), unchanged, without entering wasm.
+ * The `query` wrapper. Only calls whose first argument is `platform` concern the
+ * guard. The registry is called from here, not from wasm, so no wasm frame sits
+ * under the host's code (cordis creates Errors there, and their stack capture
+ * costs more through wasm frames). The guard is entered twice: `begin` (derive
+ * the signal, start the flight; `undefined` passes the call through) and `track`
+ * (the registry's promise in, the guarded promise out).
  */
-export function makeFilteredWrapper(dispatch, token, previous, index, key, value) {
-  return function harnessGuardWrapper(...args) {
-    const probe = key === undefined ? args[index] : args[index]?.[key]
-    if (probe === value) return dispatch(token, previous, this, args)
-    return previous === undefined ? undefined : Reflect.apply(previous, this, args)
+export function makeQueryWrapper(dispatch, begin, track, previous, platform) {
+  return function harnessGuardQuery(...args) {
+    if (args[0] !== platform) return Reflect.apply(previous, this, args)
+    const key = dispatch(begin, undefined, this, args)
+    if (key === undefined) return Reflect.apply(previous, this, args)
+    let inner
+    try {
+      inner = Reflect.apply(previous, this, args)
+    } catch (error) {
+      dispatch(track, undefined, this, [key])
+      throw error
+    }
+    return dispatch(track, inner, this, [key])
   }
 }
 

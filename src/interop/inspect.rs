@@ -68,8 +68,8 @@ struct Guard {
 /// The JavaScript half of a flight.
 struct FlightJs {
     controller: AbortController,
-    resolve: Function,
-    reject: Function,
+    /// The guarded promise's `resolve` and `reject`, once the registry call returned.
+    settle: Option<(Function, Function)>,
     provider: JsValue,
     method: JsValue,
     sink: Rc<Sink>,
@@ -81,7 +81,9 @@ pub(crate) struct State {
     guards: std::collections::HashMap<u32, Guard>,
     flights: Flights,
     js: Vec<Option<FlightJs>>,
-    announcing: Option<FlightKey>,
+    /// Flights whose registry call is running, innermost last: the registry's
+    /// synchronous `cordis/inspect-query` announces the innermost.
+    announcing: Vec<FlightKey>,
 }
 
 impl State {
@@ -97,6 +99,14 @@ impl State {
         if let Some(cell) = self.js.get_mut(at) {
             *cell = Some(js);
         }
+    }
+
+    /// The JavaScript half of a flight still in the table under `key`.
+    fn live_js(&mut self, key: FlightKey) -> Option<&mut FlightJs> {
+        if !self.flights.contains(key) {
+            return None;
+        }
+        self.js.get_mut(key.slot as usize)?.as_mut()
     }
 
     /// The JavaScript half of the waiting flight of a request id.
@@ -150,7 +160,7 @@ pub fn install(
         for key in ["query", "resolveClientQuery"] {
             let make = |previous: &JsValue| match key {
                 // Only client queries need the guard; host queries never enter wasm.
-                "query" => rt.filtered_wrapper(guard, Role::Query, previous, (0, None, &rt.client)),
+                "query" => rt.query_wrapper(guard, previous),
                 _ => rt.resolve_wrapper(guard, previous),
             };
             match PatchHandle::install(&raw, key, make) {
@@ -197,84 +207,82 @@ pub fn install(
     })
 }
 
-/// The guarded `query(platform, providerId, methodName, input, agent, signal)`.
-pub(super) fn query(
-    rt: &Runtime,
-    guard: u32,
-    previous: &JsValue,
-    this: &JsValue,
-    args: &Array,
-) -> Result<JsValue, JsValue> {
-    let Some(config) = rt
-        .inspect(|s| s.guards.get(&guard).map(|g| g.config))
+/// A client query starts (`query(platform, providerId, methodName, input, agent, signal)`):
+/// replace its signal by a derived one and begin its flight. Returns the flight's
+/// key, or `undefined` to let the call through unguarded (no live signal, or the
+/// guard is gone: the registry then throws or rejects exactly as it would alone).
+pub(super) fn query_begin(rt: &Runtime, guard: u32, args: &Array) -> JsValue {
+    let Some((config, sink)) = rt
+        .inspect(|s| s.guards.get(&guard).map(|g| (g.config, g.sink.clone())))
         .flatten()
     else {
-        return forward(previous, this, args);
+        return JsValue::UNDEFINED;
     };
-    // The caller's signal becomes one that also aborts through our controller.
     let Some(controller) = derive_signal(args, 5) else {
-        // No live signal: the registry throws or rejects exactly as it would unguarded.
-        return forward(previous, this, args);
+        return JsValue::UNDEFINED;
     };
-
     let query = Query {
         guard,
         deadline_ms: config.deadline_ms,
         grace_ms: config.refusal_grace_ms,
     };
     let now = monotonic_now();
-    let Some((key, outer_announcing)) = rt.inspect(|state| {
-        let key = state.flights.begin(query, now);
-        (key, state.announcing.replace(key))
-    }) else {
-        return forward(previous, this, args);
+    let flight = FlightJs {
+        controller,
+        settle: None,
+        provider: args.get(1),
+        method: args.get(2),
+        sink,
     };
-    let inner = forward(previous, this, args);
+    rt.inspect(|state| {
+        let key = state.flights.begin(query, now);
+        state.announcing.push(key);
+        state.put_js(key, flight);
+        key
+    })
+    .map_or(JsValue::UNDEFINED, |key| JsValue::from_f64(key.to_f64()))
+}
+
+/// A client query's registry call returned `inner` (`undefined` when it threw):
+/// hand back the guarded promise, which settles as `inner` does unless the guard
+/// ends the flight first.
+pub(super) fn query_track(rt: &Runtime, guard: u32, inner: &JsValue, args: &Array) -> JsValue {
+    let Some(key) = args.get(0).as_f64().and_then(FlightKey::from_f64) else {
+        return inner.clone();
+    };
     let announced = rt
         .inspect(|state| {
-            state.announcing = outer_announcing;
+            if let Some(at) = state.announcing.iter().rposition(|k| *k == key) {
+                state.announcing.remove(at);
+            }
             state.flights.is_announced(key)
         })
         .unwrap_or(false);
-    let inner = match inner.map(|v| v.dyn_into::<Promise>()) {
-        Ok(Ok(promise)) => promise,
-        other => {
-            // A synchronous throw, or something other than a promise: hand it back as is.
-            rt.inspect(|state| state.flights.land(key));
-            return other.map(|v| v.map_or_else(|v| v, JsValue::from));
-        }
+    let Some(promise) = inner.dyn_ref::<Promise>() else {
+        // It threw, or returned something other than a promise: nothing to guard.
+        rt.inspect(|state| state.land(key));
+        rearm(rt);
+        return inner.clone();
     };
     if !announced {
         warn_unannounced(rt, guard);
     }
     let mut parts = None;
     let outer = Promise::new(&mut |resolve, reject| parts = Some((resolve, reject)));
-    let Some((resolve, reject)) = parts else {
-        return Ok(inner.into());
-    };
-    let (provider, method) = (args.get(1), args.get(2));
-    let tracked = rt.inspect(|state| {
-        let Some(sink) = state.guards.get(&guard).map(|g| g.sink.clone()) else {
-            // Disposed while the registry ran: disposal already ended the flight.
-            return false;
-        };
-        let flight = FlightJs {
-            controller,
-            resolve,
-            reject,
-            provider,
-            method,
-            sink,
-        };
-        state.put_js(key, flight);
-        true
+    let tracked = rt.inspect(|state| match state.live_js(key) {
+        Some(js) => {
+            js.settle = parts.take();
+            js.settle.is_some()
+        }
+        // Ended while the registry ran (the guard was disposed): nothing to track.
+        None => false,
     });
     if tracked != Some(true) {
-        return Ok(inner.into());
+        return inner.clone();
     }
-    super::chain(&inner, key.to_f64(), rt.settle_fn());
+    super::chain(promise, key.to_f64(), rt.settle_fn());
     rearm(rt);
-    Ok(outer.into())
+    outer.into()
 }
 
 fn warn_unannounced(rt: &Runtime, guard: u32) {
@@ -302,7 +310,7 @@ pub(super) fn announce(rt: &Runtime, request: &JsValue) {
     };
     let agent_id = get_string(request, "agentId");
     rt.inspect(|state| {
-        if let Some(key) = state.announcing.take() {
+        if let Some(&key) = state.announcing.last() {
             state.flights.announce(key, request_id, agent_id);
         }
     });
@@ -435,8 +443,10 @@ pub(super) fn settle(rt: &Runtime, key: f64, ok: bool, value: &JsValue) {
     let Some((_, js)) = rt.inspect(|s| s.land(key)).flatten() else {
         return;
     };
-    let settle = if ok { &js.resolve } else { &js.reject };
-    let _ = settle.call1(&JsValue::UNDEFINED, value);
+    if let Some((resolve, reject)) = &js.settle {
+        let settle = if ok { resolve } else { reject };
+        let _ = settle.call1(&JsValue::UNDEFINED, value);
+    }
     rearm(rt);
 }
 
@@ -468,7 +478,9 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) {
         let (Some(error), Some(ending)) = (landed.error(&provider, &method), landed.ending) else {
             continue;
         };
-        let _ = js.reject.call1(&JsValue::UNDEFINED, &to_js_error(&error));
+        if let Some((_, reject)) = &js.settle {
+            let _ = reject.call1(&JsValue::UNDEFINED, &to_js_error(&error));
+        }
         let report = InspectReport {
             kind: ending.kind(),
             request_id: landed.request_id.unwrap_or_default(),

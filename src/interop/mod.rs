@@ -26,15 +26,6 @@ use crate::ledger::{Fields, Value};
 extern "C" {
     #[wasm_bindgen(js_name = makeWrapper)]
     fn make_wrapper(dispatch: &Function, token: u32, previous: &JsValue) -> Function;
-    #[wasm_bindgen(js_name = makeFilteredWrapper)]
-    fn make_filtered_wrapper(
-        dispatch: &Function,
-        token: u32,
-        previous: &JsValue,
-        index: u32,
-        key: Option<&str>,
-        value: &JsValue,
-    ) -> Function;
     fn chain(inner: &js_sys::Promise, key: f64, settle: &Function);
     #[wasm_bindgen(js_name = safeString)]
     fn safe_string(value: &JsValue) -> JsString;
@@ -49,6 +40,14 @@ extern "C" {
     fn shape(value: &JsValue) -> u32;
     #[wasm_bindgen(js_name = deriveSignal)]
     fn derive_signal(args: &Array, index: u32) -> Option<AbortController>;
+    #[wasm_bindgen(js_name = makeQueryWrapper)]
+    fn make_query_wrapper(
+        dispatch: &Function,
+        begin: u32,
+        track: u32,
+        previous: &JsValue,
+        platform: &JsValue,
+    ) -> Function;
     #[wasm_bindgen(js_name = makeClaimWrapper)]
     fn make_claim_wrapper(
         dispatch: &Function,

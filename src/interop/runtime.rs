@@ -18,15 +18,15 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::{
-    clear_timeout, inbox, inspect, make_claim_wrapper, make_filtered_wrapper, make_insert_observer,
+    clear_timeout, inbox, inspect, make_claim_wrapper, make_insert_observer, make_query_wrapper,
     make_resolve_wrapper, make_wrapper, monotonic_now, set_timeout,
 };
 
 /// What a wrapper or listener is for; the low bits of its token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Role {
-    /// `registry.query`.
-    Query = 0,
+    /// A client query starts: derive its signal, begin its flight.
+    QueryBegin = 0,
     /// `registry.resolveClientQuery` called without a bound agent.
     Unbound = 1,
     /// A `cordis/inspect-query` listener.
@@ -41,9 +41,11 @@ pub(super) enum Role {
     SessionEvent = 6,
     /// `registry.resolveClientQuery` refused an answer (`previous` carries its result).
     Refused = 7,
+    /// A client query's registry call returned (`previous` carries its promise).
+    QueryTrack = 8,
 }
 
-const ROLE_BITS: u32 = 3;
+const ROLE_BITS: u32 = 4;
 
 fn token(guard: u32, role: Role) -> u32 {
     (guard << ROLE_BITS) | role as u32
@@ -52,7 +54,7 @@ fn token(guard: u32, role: Role) -> u32 {
 impl Role {
     fn of(token: u32) -> Option<Self> {
         Some(match token & ((1 << ROLE_BITS) - 1) {
-            0 => Role::Query,
+            0 => Role::QueryBegin,
             1 => Role::Unbound,
             2 => Role::Announce,
             3 => Role::Claim,
@@ -60,6 +62,7 @@ impl Role {
             5 => Role::Created,
             6 => Role::SessionEvent,
             7 => Role::Refused,
+            8 => Role::QueryTrack,
             _ => return None,
         })
     }
@@ -149,26 +152,6 @@ impl Runtime {
         make_wrapper(self.dispatch_fn(), token(guard, role), previous)
     }
 
-    /// As [`Runtime::wrapper`], but only calls whose argument `index` (or its property
-    /// `key`) is `value` (by `===`) reach the guard; the rest go to `previous` (for a
-    /// listener, `undefined`: nowhere) without entering wasm.
-    pub(super) fn filtered_wrapper(
-        &self,
-        guard: u32,
-        role: Role,
-        previous: &JsValue,
-        (index, key, value): (u32, Option<&str>, &JsValue),
-    ) -> Function {
-        make_filtered_wrapper(
-            self.dispatch_fn(),
-            token(guard, role),
-            previous,
-            index,
-            key,
-            value,
-        )
-    }
-
     /// An inbox's `claim` wrapper: a batch of usable messages only never reaches the guard.
     pub(super) fn claim_wrapper(&self, guard: u32, previous: &JsValue) -> Function {
         make_claim_wrapper(
@@ -182,6 +165,18 @@ impl Runtime {
     /// The `session/event` observer: only inbox writes that inserted something reach the guard.
     pub(super) fn insert_observer(&self, guard: u32) -> Function {
         make_insert_observer(self.dispatch_fn(), token(guard, Role::SessionEvent))
+    }
+
+    /// The `query` wrapper: only client queries reach the guard, before and after the
+    /// registry call (which the wrapper makes itself).
+    pub(super) fn query_wrapper(&self, guard: u32, previous: &JsValue) -> Function {
+        make_query_wrapper(
+            self.dispatch_fn(),
+            token(guard, Role::QueryBegin),
+            token(guard, Role::QueryTrack),
+            previous,
+            &self.client,
+        )
     }
 
     /// The `resolveClientQuery` wrapper: only unbound-agent answers and answers the
@@ -213,7 +208,8 @@ impl Runtime {
     ) -> Result<JsValue, JsValue> {
         let guard = token >> ROLE_BITS;
         match Role::of(token) {
-            Some(Role::Query) => inspect::query(self, guard, previous, this, args),
+            Some(Role::QueryBegin) => Ok(inspect::query_begin(self, guard, args)),
+            Some(Role::QueryTrack) => Ok(inspect::query_track(self, guard, previous, args)),
             Some(Role::Unbound) => inspect::unbound(self, guard, previous, this, args),
             Some(Role::Refused) => Ok(inspect::refused(self, guard, previous, args)),
             Some(Role::Announce) => {
