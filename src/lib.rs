@@ -122,7 +122,7 @@ mod exports {
     /// Install the inspect guard on a registry (raw, or any cordis read of it).
     ///
     /// `options` is `{ deadlineMs?, refusalGraceMs? }` (validated as the config is);
-    /// `hooks` is `{ on(event, listener) → dispose, warn?(text, report), onReport?(report) }`.
+    /// `hooks` is `{ on(event, listener) → dispose, warn?(text), onReport?(report) }`.
     /// A registry without `query` and `resolveClientQuery` throws `HARNESS_GUARD_HOST_SHAPE`
     /// and is left untouched. Installing on an already guarded registry installs nothing.
     #[wasm_bindgen(js_name = installInspectGuard)]
@@ -139,7 +139,7 @@ mod exports {
     }
 
     /// Install the inbox guard. `options` is the `inbox` config section; `hooks` is
-    /// `{ on(event, listener, options) → dispose, warn?(text, violation), createUserMessage }`.
+    /// `{ on(event, listener, options) → dispose, warn?(text), createUserMessage }`.
     #[wasm_bindgen(js_name = installInboxGuard)]
     pub fn install_inbox_guard(
         options: JsValue,

@@ -53,7 +53,7 @@ fn ctx(rt: &Runtime, guard: u32) -> Option<Rc<Ctx>> {
         .flatten()
 }
 
-/// Install the inbox guard. `hooks` is `{ on(name, fn, options) → dispose, warn(text, record), createUserMessage }`.
+/// Install the inbox guard. `hooks` is `{ on(name, fn, options) → dispose, warn(text), createUserMessage }`.
 pub fn install(
     config: InboxConfig,
     ledger: Rc<RefCell<Ledger<Violation>>>,
@@ -507,12 +507,11 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
             _ => "left as it is (observed)",
         }
     );
-    let js = super::to_js(&violation);
     if let Ok(mut ledger) = cx.ledger.try_borrow_mut() {
         ledger.push(violation);
     }
     if let Some(w) = &cx.warn {
-        let _ = w.call2(&JsValue::UNDEFINED, &text.into(), &js);
+        let _ = w.call1(&JsValue::UNDEFINED, &text.into());
     }
 }
 

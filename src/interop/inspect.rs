@@ -44,15 +44,14 @@ pub(crate) struct Sink {
 
 impl Sink {
     fn report(&self, report: InspectReport, text: &str) {
-        if let Ok(mut ledger) = self.ledger.try_borrow_mut() {
-            ledger.push(report.clone());
-        }
-        let js = super::to_js(&report);
-        if let Some(warn) = &self.warn {
-            let _ = warn.call2(&JsValue::UNDEFINED, &JsValue::from_str(text), &js);
-        }
         if let Some(on_report) = &self.on_report {
-            let _ = on_report.call1(&JsValue::UNDEFINED, &js);
+            let _ = on_report.call1(&JsValue::UNDEFINED, &super::to_js(&report));
+        }
+        if let Ok(mut ledger) = self.ledger.try_borrow_mut() {
+            ledger.push(report);
+        }
+        if let Some(warn) = &self.warn {
+            let _ = warn.call1(&JsValue::UNDEFINED, &JsValue::from_str(text));
         }
     }
 }

@@ -162,7 +162,11 @@ pub fn to_js(record: &impl Fields) -> JsValue {
             Value::Null => JsValue::NULL,
         };
         // Defining a data property on a fresh plain object cannot fail.
-        let _ = Reflect::set(&object, &JsValue::from_str(key), &value);
+        let _ = Reflect::set(
+            &object,
+            &JsValue::from_str(wasm_bindgen::intern(key)),
+            &value,
+        );
     }
     object.into()
 }
