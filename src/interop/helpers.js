@@ -143,6 +143,25 @@ export function shapes(list) {
   return codes
 }
 
+/**
+ * The deadline timer's callback. `tick` (Rust) decides which flights end and
+ * returns `[controller, reject, error, warn, text, …]`; performing it here keeps
+ * wasm frames out from under the registry's abort path. A throwing logger never
+ * stops the rest.
+ */
+export function makeTicker(tick) {
+  return function harnessGuardTick() {
+    const work = tick()
+    for (let i = 0; i < work.length; i += 5) {
+      work[i].abort()
+      work[i + 1]?.(work[i + 2])
+      try {
+        work[i + 3]?.(work[i + 4])
+      } catch {}
+    }
+  }
+}
+
 /** Report the settlement of `inner` to `settle(key, ok, value)`. */
 export function chain(inner, key, settle) {
   inner.then((value) => settle(key, true, value), (error) => settle(key, false, error))

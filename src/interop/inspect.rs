@@ -43,13 +43,19 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    fn report(&self, report: InspectReport, text: &str) {
+    /// Record a report (the ledger, `onReport`); the warn line is the caller's to log.
+    fn record(&self, report: InspectReport) {
         if let Some(on_report) = &self.on_report {
             let _ = on_report.call1(&JsValue::UNDEFINED, &super::to_js(&report));
         }
         if let Ok(mut ledger) = self.ledger.try_borrow_mut() {
             ledger.push(report);
         }
+    }
+
+    /// Record a report and log its warn line.
+    fn report(&self, report: InspectReport, text: &str) {
+        self.record(report);
         if let Some(warn) = &self.warn {
             let _ = warn.call1(&JsValue::UNDEFINED, &JsValue::from_str(text));
         }
@@ -454,32 +460,70 @@ pub(super) fn settle(rt: &Runtime, key: f64, ok: bool, value: &JsValue) {
 /// the whole batch.
 const EXPIRY_CHUNK: usize = 128;
 
-/// The deadline timer fired.
-pub(super) fn tick(rt: &Runtime) {
+/// The deadline timer fired: end what is due (at most a chunk) and return the work
+/// of delivering it, `[controller, reject, error, warn, text, …]`, which the
+/// ticker performs in JavaScript: the registry's abort path then runs with no
+/// wasm frame beneath it (see `makeQueryWrapper`).
+pub(super) fn tick(rt: &Runtime) -> Array {
     rt.fired();
     let now = monotonic_now();
     let ended = rt
         .inspect(|s| s.flights.expire_at_most(now, EXPIRY_CHUNK))
         .unwrap_or_default();
-    end_flights(rt, ended.into_iter().map(|(key, _)| key));
+    let work = end_flights(rt, ended.into_iter().map(|(key, _)| key));
     rearm(rt);
+    let list = Array::new();
+    for d in work {
+        for v in [
+            d.controller.into(),
+            d.reject.map_or(JsValue::UNDEFINED, JsValue::from),
+            d.error,
+            d.warn.map_or(JsValue::UNDEFINED, JsValue::from),
+            d.text,
+        ] {
+            list.push(&v);
+        }
+    }
+    list
 }
 
-/// Deliver the guard's endings: abort (so the registry cleans up), reject, report.
-fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) {
+/// What ending one flight takes, in the order it is performed: abort (so the
+/// registry removes the entry and emits its event), reject the caller, log.
+struct Delivery {
+    controller: AbortController,
+    reject: Option<Function>,
+    error: JsValue,
+    warn: Option<Function>,
+    text: JsValue,
+}
+
+impl Delivery {
+    /// Perform it from Rust (disposal, where no chunking or stack depth matters).
+    fn perform(self) {
+        self.controller.abort();
+        if let Some(reject) = &self.reject {
+            let _ = reject.call1(&JsValue::UNDEFINED, &self.error);
+        }
+        if let Some(warn) = &self.warn {
+            let _ = warn.call1(&JsValue::UNDEFINED, &self.text);
+        }
+    }
+}
+
+/// Land the guard's endings, build their errors and record their reports; the
+/// returned deliveries do the rest.
+fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Vec<Delivery> {
+    let mut work = Vec::new();
     for key in ended {
         let Some((landed, js)) = rt.inspect(|s| s.land(key)).flatten() else {
             continue;
         };
-        js.controller.abort();
         let provider = js.provider.as_string().unwrap_or_default();
         let method = js.method.as_string().unwrap_or_default();
         let (Some(error), Some(ending)) = (landed.error(&provider, &method), landed.ending) else {
+            js.controller.abort();
             continue;
         };
-        if let Some((_, reject)) = &js.settle {
-            let _ = reject.call1(&JsValue::UNDEFINED, &to_js_error(&error));
-        }
         let report = InspectReport {
             kind: ending.kind(),
             request_id: landed.request_id.unwrap_or_default(),
@@ -502,8 +546,16 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) {
             describe(&report),
             error.code()
         );
-        js.sink.report(report, &text);
+        js.sink.record(report);
+        work.push(Delivery {
+            controller: js.controller,
+            reject: js.settle.map(|(_, reject)| reject),
+            error: to_js_error(&error),
+            warn: js.sink.warn.clone(),
+            text: JsValue::from_str(&text),
+        });
     }
+    work
 }
 
 fn rearm(rt: &Runtime) {
@@ -523,6 +575,8 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
             let _ = unlisten.call0(&JsValue::UNDEFINED);
         }
     }
-    end_flights(rt, ended);
+    for delivery in end_flights(rt, ended) {
+        delivery.perform();
+    }
     rearm(rt);
 }

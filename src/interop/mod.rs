@@ -48,6 +48,8 @@ extern "C" {
         previous: &JsValue,
         platform: &JsValue,
     ) -> Function;
+    #[wasm_bindgen(js_name = makeTicker)]
+    fn make_ticker(tick: &Function) -> Function;
     #[wasm_bindgen(js_name = makeClaimWrapper)]
     fn make_claim_wrapper(
         dispatch: &Function,

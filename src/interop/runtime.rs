@@ -19,7 +19,7 @@ use wasm_bindgen::JsCast;
 
 use super::{
     clear_timeout, inbox, inspect, make_claim_wrapper, make_insert_observer, make_query_wrapper,
-    make_resolve_wrapper, make_wrapper, monotonic_now, set_timeout,
+    make_resolve_wrapper, make_ticker, make_wrapper, monotonic_now, set_timeout,
 };
 
 /// What a wrapper or listener is for; the low bits of its token.
@@ -77,7 +77,11 @@ pub(super) struct Runtime {
     next_guard: Cell<u32>,
     dispatch: Closure<Dispatch>,
     settle: Closure<dyn Fn(f64, bool, JsValue)>,
-    tick: Closure<dyn Fn()>,
+    /// Owned here and never read: `ticker` calls it, so it lives as long as the runtime.
+    #[allow(dead_code)]
+    tick: Closure<dyn Fn() -> Array>,
+    /// The timer callback: runs `tick` and performs the work it returns.
+    ticker: Function,
     timer: RefCell<Timer>,
     /// The string `"client"`, compared by `===` without copying the argument.
     pub(super) client: JsValue,
@@ -108,7 +112,8 @@ impl Runtime {
         let settle = Closure::<dyn Fn(f64, bool, JsValue)>::new(|key: f64, ok: bool, value| {
             with(|rt| inspect::settle(rt, key, ok, &value));
         });
-        let tick = Closure::<dyn Fn()>::new(|| with(inspect::tick));
+        let tick = Closure::<dyn Fn() -> Array>::new(|| with(inspect::tick));
+        let ticker = make_ticker(tick.as_ref().unchecked_ref());
         Self {
             inspect_state: RefCell::default(),
             inbox_state: RefCell::default(),
@@ -116,6 +121,7 @@ impl Runtime {
             dispatch,
             settle,
             tick,
+            ticker,
             timer: RefCell::default(),
             client: JsValue::from_str("client"),
         }
@@ -259,7 +265,7 @@ impl Runtime {
         }
         if let Some(due) = schedule {
             let delay = (due - monotonic_now()).max(0.0).ceil();
-            let handle = set_timeout(self.tick.as_ref().unchecked_ref(), delay).ok();
+            let handle = set_timeout(&self.ticker, delay).ok();
             if let Ok(mut timer) = self.timer.try_borrow_mut() {
                 if handle.is_none() {
                     timer.armed_for = None;
