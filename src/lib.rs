@@ -40,16 +40,12 @@ mod exports {
     use crate::interop::{self, to_js_error};
     use crate::ledger::{InspectReport, Ledger, Violation};
 
-    fn js_err(e: &crate::error::Error) -> JsValue {
-        to_js_error(e)
-    }
-
     /// Validate the plugin config; returns it normalized with every default filled in.
     /// An invalid value throws an `Error` with `code: 'HARNESS_GUARD_INVALID_CONFIG'`
     /// and `field`, naming the field, the value and the allowed range.
     #[wasm_bindgen(js_name = parseConfig)]
     pub fn parse_config(raw: JsValue) -> Result<JsValue, JsValue> {
-        let config = config::parse(&interop::raw_config(&raw)).map_err(|e| js_err(&e))?;
+        let config = config::parse(&interop::raw_config(&raw)).map_err(|e| to_js_error(&e))?;
         Ok(normalized(&config))
     }
 
@@ -133,9 +129,9 @@ mod exports {
         hooks: JsValue,
     ) -> Result<Installation, JsValue> {
         let config = config::parse_inspect_options(&interop::raw_config(&options))
-            .map_err(|e| js_err(&e))?;
+            .map_err(|e| to_js_error(&e))?;
         interop::install_inspect(&registry, config, ledger.0.clone(), &hooks)
-            .map_err(|e| js_err(&e))
+            .map_err(|e| to_js_error(&e))
     }
 
     /// Install the inbox guard. `options` is the `inbox` config section; `hooks` is
@@ -147,8 +143,8 @@ mod exports {
         hooks: JsValue,
     ) -> Result<Installation, JsValue> {
         let raw = config::Raw::Object(vec![("inbox".into(), interop::raw_config(&options))]);
-        let config = config::parse(&raw).map_err(|e| js_err(&e))?;
-        interop::install_inbox(config.inbox, ledger.0.clone(), &hooks).map_err(|e| js_err(&e))
+        let config = config::parse(&raw).map_err(|e| to_js_error(&e))?;
+        interop::install_inbox(config.inbox, ledger.0.clone(), &hooks).map_err(|e| to_js_error(&e))
     }
 
     /// The object under `Symbol.for('cordis.original')`, else the value itself.

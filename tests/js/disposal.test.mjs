@@ -33,6 +33,7 @@ import {
   makeConsumerProject,
   servicesOf,
   startLoader,
+  HOST_ROWS, fakeModelClass,
 } from './support/loader-rig.mjs'
 
 const NAME = 'cordis-plugin-harness-guard'
@@ -46,12 +47,6 @@ const MANIFEST = [{
   methods: [{ name: 'listTokens', description: 'List the theme tokens', inputSchema: { type: 'object' }, outputSchema: { type: 'object' } }],
 }]
 
-const pkgRow = (name, config) => ({ id: name.replace('@deepseek-ai/', ''), name, ...(config ? { config } : {}) })
-const HOST_ROWS = Object.freeze([
-  pkgRow('@deepseek-ai/dsh-llm'), pkgRow('@deepseek-ai/dsh-session'), pkgRow('@deepseek-ai/dsh-system-prompt'),
-  pkgRow('@deepseek-ai/dsh-tools'), pkgRow('@deepseek-ai/dsh-agent'), pkgRow('@deepseek-ai/dsh-agent-loop'),
-  pkgRow('@deepseek-ai/dsh-time-context', { timeZone: 'UTC' }), pkgRow('@deepseek-ai/dsh-cordis-host-runner'),
-])
 const guardRow = ({ disabled = false, config } = {}) => ({ id: ID, name: NAME, ...(config ? { config } : {}), ...(disabled ? { disabled: true } : {}) })
 
 const tick = () => new Promise(r => setImmediate(r))
@@ -68,15 +63,7 @@ const hookCounts = (ctx) => Object.fromEntries(Reflect.ownKeys(ctx.root.events._
 async function startHost(project, { guard }) {
   const { LlmAdapter } = await importFrom('@deepseek-ai/dsh-llm', project)
   const rig = await startLoader({ cwd: project, rows: [guardRow({ disabled: !guard.enabled, config: guard.config }), ...HOST_ROWS] })
-  const Model = class extends LlmAdapter {
-    async *stream() {
-      yield { type: 'block-start', index: 0, blockType: 'text' }
-      yield { type: 'text-delta', index: 0, text: 'ok' }
-      yield { type: 'block-end', index: 0, block: { type: 'text', text: 'ok' } }
-      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
-      yield { type: 'finish', reason: { kind: 'stop' } }
-    }
-  }
+  const Model = fakeModelClass(LlmAdapter)
   rig.ctx.llm.registerAdapter(['fake'], new Model())
   let sessions = 0
   const host = {

@@ -27,6 +27,7 @@ import {
   makeConsumerProject,
   recordUnhandledRejections,
   startLoader,
+  AGENT_ROWS, HOST_ROWS, RUNNER_ROW, fakeModelClass,
 } from './support/loader-rig.mjs'
 
 const NAME = 'cordis-plugin-harness-guard'
@@ -43,15 +44,6 @@ const MANIFEST = [{
 /** How long a control arm waits before calling a client query hung. */
 const HANG = 200
 
-const pkgRow = (name, config) => ({ id: name.replace('@deepseek-ai/', ''), name, ...(config ? { config } : {}) })
-/** The agent stack, in production order. */
-const AGENT_ROWS = Object.freeze([
-  pkgRow('@deepseek-ai/dsh-llm'), pkgRow('@deepseek-ai/dsh-session'), pkgRow('@deepseek-ai/dsh-system-prompt'),
-  pkgRow('@deepseek-ai/dsh-tools'), pkgRow('@deepseek-ai/dsh-agent'), pkgRow('@deepseek-ai/dsh-agent-loop'),
-  pkgRow('@deepseek-ai/dsh-time-context', { timeZone: 'UTC' }),
-])
-const RUNNER_ROW = Object.freeze(pkgRow('@deepseek-ai/dsh-cordis-host-runner'))
-const HOST_ROWS = Object.freeze([...AGENT_ROWS, RUNNER_ROW])
 
 let project
 let host
@@ -74,16 +66,7 @@ after(() => { if (project) rmSync(project, { recursive: true, force: true }) })
 /** Record every model request; answer each with a short text. */
 function fakeModel() {
   const requests = []
-  const Model = class extends host.LlmAdapter {
-    async *stream(request) {
-      requests.push(request)
-      yield { type: 'block-start', index: 0, blockType: 'text' }
-      yield { type: 'text-delta', index: 0, text: 'ok' }
-      yield { type: 'block-end', index: 0, block: { type: 'text', text: 'ok' } }
-      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
-      yield { type: 'finish', reason: { kind: 'stop' } }
-    }
-  }
+  const Model = fakeModelClass(host.LlmAdapter, requests)
   return Object.assign(new Model(), { requests })
 }
 

@@ -22,7 +22,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSyn
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import { HOST_DIR, importFrom, makeConsumerProject, startLoader } from './support/loader-rig.mjs'
+import { HOST_DIR, HOST_ROWS, fakeModelClass, importFrom, makeConsumerProject, startLoader } from './support/loader-rig.mjs'
 
 const NAME = 'cordis-plugin-harness-guard'
 const REPO = resolve(HOST_DIR, '..', '..')
@@ -381,11 +381,11 @@ describe('installed from the tarball into a fresh consumer project', () => {
     // Drive both halves through the real loader and the real agent loop, then
     // check every field of every record against index.d.ts / guard.d.ts.
     const declared = parseRecordDeclarations(readFileSync(join(project, 'node_modules', NAME, 'index.d.ts'), 'utf8') + readFileSync(join(project, 'node_modules', NAME, 'guard.d.ts'), 'utf8'))
-    const rig = await startLoader({ cwd: project, rows: [{ id: 'harness-guard', name: NAME, config: { inspect: { deadlineMs: 20 } } }, ...hostRows()] })
+    const rig = await startLoader({ cwd: project, rows: [{ id: 'harness-guard', name: NAME, config: { inspect: { deadlineMs: 20 } } }, ...HOST_ROWS] })
     let handle
     t.after(async () => { await handle?.dispose(); await rig.stop() })
     const { LlmAdapter } = await importFrom('@deepseek-ai/dsh-llm', project)
-    rig.ctx.llm.registerAdapter(['fake'], new (fakeModel(LlmAdapter))())
+    rig.ctx.llm.registerAdapter(['fake'], new (fakeModelClass(LlmAdapter))())
     handle = await rig.ctx.agents.create({ sessionId: 'types-1', agentOptions: { provider: 'fake', model: 'fake-model' } })
     handle.agent.followup('a bare string')
     await handle.agent.whenIdle()
@@ -418,28 +418,6 @@ describe('installed from the tarball into a fresh consumer project', () => {
 // ---------------------------------------------------------------------------
 // Helpers
 
-/** The host rows a profile with agents and the host runner has (real packages, by name). */
-function hostRows() {
-  const row = (name, config) => ({ id: name.replace('@deepseek-ai/', ''), name, ...(config ? { config } : {}) })
-  return [
-    row('@deepseek-ai/dsh-llm'), row('@deepseek-ai/dsh-session'), row('@deepseek-ai/dsh-system-prompt'),
-    row('@deepseek-ai/dsh-tools'), row('@deepseek-ai/dsh-agent'), row('@deepseek-ai/dsh-agent-loop'),
-    row('@deepseek-ai/dsh-time-context', { timeZone: 'UTC' }), row('@deepseek-ai/dsh-cordis-host-runner'),
-  ]
-}
-
-/** An offline model adapter class over the consumer's own `LlmAdapter`. */
-function fakeModel(LlmAdapter) {
-  return class extends LlmAdapter {
-    async *stream() {
-      yield { type: 'block-start', index: 0, blockType: 'text' }
-      yield { type: 'text-delta', index: 0, text: 'ok' }
-      yield { type: 'block-end', index: 0, block: { type: 'text', text: 'ok' } }
-      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
-      yield { type: 'finish', reason: { kind: 'stop' } }
-    }
-  }
-}
 
 /**
  * Field types of the record interfaces in the shipped declarations, read

@@ -456,3 +456,34 @@ export function installedManifest(name, cwd = HOST_DIR) {
   }
   return undefined
 }
+
+/** A loader row for a host package, named as profiles name it. */
+export const pkgRow = (name, config) => ({ id: name.replace('@deepseek-ai/', ''), name, ...(config ? { config } : {}) })
+
+/** The agent stack, in production order (time-context last). */
+export const AGENT_ROWS = Object.freeze([
+  pkgRow('@deepseek-ai/dsh-llm'), pkgRow('@deepseek-ai/dsh-session'), pkgRow('@deepseek-ai/dsh-system-prompt'),
+  pkgRow('@deepseek-ai/dsh-tools'), pkgRow('@deepseek-ai/dsh-agent'), pkgRow('@deepseek-ai/dsh-agent-loop'),
+  pkgRow('@deepseek-ai/dsh-time-context', { timeZone: 'UTC' }),
+])
+/** The Cordis host runner, which provides `cordisInspect`. */
+export const RUNNER_ROW = Object.freeze(pkgRow('@deepseek-ai/dsh-cordis-host-runner'))
+/** A profile with agents and the host runner. */
+export const HOST_ROWS = Object.freeze([...AGENT_ROWS, RUNNER_ROW])
+
+/**
+ * An offline model adapter class over a given `LlmAdapter` (the consumer's own
+ * copy): every request is pushed to `requests`, each answered with `ok`.
+ */
+export function fakeModelClass(LlmAdapter, requests = []) {
+  return class extends LlmAdapter {
+    async *stream(request) {
+      requests.push(request)
+      yield { type: 'block-start', index: 0, blockType: 'text' }
+      yield { type: 'text-delta', index: 0, text: 'ok' }
+      yield { type: 'block-end', index: 0, block: { type: 'text', text: 'ok' } }
+      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } }
+      yield { type: 'finish', reason: { kind: 'stop' } }
+    }
+  }
+}
