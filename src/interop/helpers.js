@@ -144,21 +144,28 @@ export function shapes(list) {
 }
 
 /**
- * The deadline timer's callback. `tick` (Rust) decides which flights end and
- * returns `[controller, reject, error, warn, text, …]`; performing it here keeps
- * wasm frames out from under the registry's abort path. A throwing logger never
- * stops the rest.
+ * Perform the endings Rust decided, `[controller, reject, error, warn, text, …]`:
+ * abort (the registry removes the entry and emits its event), reject the caller,
+ * log. A throwing logger never stops the rest.
+ */
+export function deliver(work) {
+  for (let i = 0; i < work.length; i += 5) {
+    work[i].abort()
+    work[i + 1]?.(work[i + 2])
+    try {
+      work[i + 3]?.(work[i + 4])
+    } catch {}
+  }
+}
+
+/**
+ * The deadline timer's callback: `tick` (Rust) ends what is due and returns the
+ * work, delivered here so the registry's abort path runs with no wasm frame
+ * beneath it.
  */
 export function makeTicker(tick) {
   return function harnessGuardTick() {
-    const work = tick()
-    for (let i = 0; i < work.length; i += 5) {
-      work[i].abort()
-      work[i + 1]?.(work[i + 2])
-      try {
-        work[i + 3]?.(work[i + 4])
-      } catch {}
-    }
+    deliver(tick())
   }
 }
 

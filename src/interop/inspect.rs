@@ -472,48 +472,14 @@ pub(super) fn tick(rt: &Runtime) -> Array {
         .unwrap_or_default();
     let work = end_flights(rt, ended.into_iter().map(|(key, _)| key));
     rearm(rt);
-    let list = Array::new();
-    for d in work {
-        for v in [
-            d.controller.into(),
-            d.reject.map_or(JsValue::UNDEFINED, JsValue::from),
-            d.error,
-            d.warn.map_or(JsValue::UNDEFINED, JsValue::from),
-            d.text,
-        ] {
-            list.push(&v);
-        }
-    }
-    list
+    work
 }
 
-/// What ending one flight takes, in the order it is performed: abort (so the
-/// registry removes the entry and emits its event), reject the caller, log.
-struct Delivery {
-    controller: AbortController,
-    reject: Option<Function>,
-    error: JsValue,
-    warn: Option<Function>,
-    text: JsValue,
-}
-
-impl Delivery {
-    /// Perform it from Rust (disposal, where no chunking or stack depth matters).
-    fn perform(self) {
-        self.controller.abort();
-        if let Some(reject) = &self.reject {
-            let _ = reject.call1(&JsValue::UNDEFINED, &self.error);
-        }
-        if let Some(warn) = &self.warn {
-            let _ = warn.call1(&JsValue::UNDEFINED, &self.text);
-        }
-    }
-}
-
-/// Land the guard's endings, build their errors and record their reports; the
-/// returned deliveries do the rest.
-fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Vec<Delivery> {
-    let mut work = Vec::new();
+/// Land the guard's endings, build their errors and record their reports. Returns
+/// the rest as work for `deliver` (helpers.js): `[controller, reject, error, warn,
+/// text, …]`, performed in that order for each flight.
+fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Array {
+    let work = Array::new();
     for key in ended {
         let Some((landed, js)) = rt.inspect(|s| s.land(key)).flatten() else {
             continue;
@@ -547,13 +513,19 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Vec<
             error.code()
         );
         js.sink.record(report);
-        work.push(Delivery {
-            controller: js.controller,
-            reject: js.settle.map(|(_, reject)| reject),
-            error: to_js_error(&error),
-            warn: js.sink.warn.clone(),
-            text: JsValue::from_str(&text),
-        });
+        for part in [
+            js.controller.into(),
+            js.settle
+                .map_or(JsValue::UNDEFINED, |(_, reject)| reject.into()),
+            to_js_error(&error),
+            js.sink
+                .warn
+                .clone()
+                .map_or(JsValue::UNDEFINED, JsValue::from),
+            JsValue::from_str(&text),
+        ] {
+            work.push(&part);
+        }
     }
     work
 }
@@ -575,8 +547,6 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
             let _ = unlisten.call0(&JsValue::UNDEFINED);
         }
     }
-    for delivery in end_flights(rt, ended) {
-        delivery.perform();
-    }
+    super::deliver(&end_flights(rt, ended));
     rearm(rt);
 }

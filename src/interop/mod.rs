@@ -50,6 +50,7 @@ extern "C" {
     ) -> Function;
     #[wasm_bindgen(js_name = makeTicker)]
     fn make_ticker(tick: &Function) -> Function;
+    fn deliver(work: &Array);
     #[wasm_bindgen(js_name = makeClaimWrapper)]
     fn make_claim_wrapper(
         dispatch: &Function,
@@ -86,9 +87,14 @@ extern "C" {
     fn own_descriptor(target: &JsValue, key: &JsValue) -> Result<JsValue, JsValue>;
 }
 
-/// The registered marker every wrapper carries: `{ original, owner }`.
+thread_local! {
+    static PATCHED_MARKER: JsValue = js_sys::Symbol::for_("harness-guard.patched").into();
+}
+
+/// The registered marker every wrapper carries: `{ original, owner }` (made once;
+/// the inbox guard checks it at every pre-step).
 fn patched_marker() -> JsValue {
-    js_sys::Symbol::for_("harness-guard.patched").into()
+    PATCHED_MARKER.with(JsValue::clone)
 }
 
 /// `Symbol.for('cordis.original')`.
