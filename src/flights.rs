@@ -268,12 +268,6 @@ impl Flights {
         matches!(self.table.get(key.slot as usize), Some(Some(f)) if f.generation == key.generation)
     }
 
-    /// Whether the flight has had its request id announced.
-    pub fn is_announced(&self, key: FlightKey) -> bool {
-        matches!(self.table.get(key.slot as usize),
-            Some(Some(f)) if f.generation == key.generation && f.request_id.is_some())
-    }
-
     /// The waiting flight of a request id, if any.
     pub fn by_request(&self, request_id: &str) -> Option<(FlightKey, &Query)> {
         let slot = *self.by_request.get(request_id)?;

@@ -10,7 +10,7 @@
 //! the live host objects; the `#[wasm_bindgen]` exports below only parse their
 //! inputs, call into it and map errors to coded JavaScript `Error`s.
 //!
-//! ```no_run
+//! ```js
 //! // From JavaScript (the package's `guard` entry point):
 //! // const dispose = installInspectClientGuard(ctx.cordisInspect, { deadlineMs: 15000 })
 //! ```

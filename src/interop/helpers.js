@@ -1,6 +1,7 @@
-// Glue the Rust side cannot express: a wrapper that hands its `this` over,
-// a promise continuation that reports back by slot, and a safe renderer.
-// No guard logic lives here.
+// Glue the Rust side cannot express: wrappers that hand their `this` over, the
+// JavaScript half of each client query in flight (its signals and the caller's
+// promise, kept by key), defensive shape reads and a safe renderer. No decision
+// is made here: Rust decides when a query ends and how, and what an entry is.
 
 /** A function that forwards `this` and its arguments to `dispatch`, tagged by `token`. */
 export function makeWrapper(dispatch, token, previous) {
@@ -10,26 +11,134 @@ export function makeWrapper(dispatch, token, previous) {
 }
 
 /**
- * The `query` wrapper. Only calls whose first argument is `platform` concern the
- * guard. The registry is called from here, not from wasm, so no wasm frame sits
- * under the host's code (cordis creates Errors there, and their stack capture
- * costs more through wasm frames). The guard is entered twice: `begin` (derive
- * the signal, start the flight; `undefined` passes the call through) and `track`
- * (the registry's promise in, the guarded promise out).
+ * The JavaScript half of every guarded client query in the air, by slot (the low
+ * 32 bits of its key). Rust holds the rest of each flight (deadline, refusal,
+ * request id) under the same key and decides every ending.
  */
-export function makeQueryWrapper(dispatch, begin, track, previous, platform) {
+const flights = []
+/** Flights whose registry call is running, innermost last. */
+const announcing = []
+const SLOTS = 2 ** 32
+
+/**
+ * One client query, from the wrapper to its ending. The registry gets the signal
+ * of `controller`, not the caller's; this object is the `abort` listener on the
+ * caller's signal while the query waits, and passes the caller's abort (and
+ * reason) on. (`AbortSignal.any` would do the same at several times the cost.)
+ */
+class Flight {
+  constructor(caller, controller, providerId, methodName) {
+    this.caller = caller
+    this.controller = controller
+    this.providerId = providerId
+    this.methodName = methodName
+    this.request = undefined
+    this.key = -1
+    this.reject = undefined
+  }
+
+  handleEvent() {
+    this.controller.abort(this.caller.reason)
+  }
+
+  release() {
+    this.caller.removeEventListener('abort', this)
+  }
+}
+
+/**
+ * The flight of `key` still in the table, taken off it (its listener on the
+ * caller's signal removed); `undefined` if it already left. Rust takes a flight
+ * at the moment it lands one, so a slot is never reused while its flight is here.
+ */
+export function takeFlight(key) {
+  const slot = key % SLOTS
+  const flight = flights[slot]
+  if (flight === undefined || flight.key !== key) return undefined
+  flights[slot] = undefined
+  flight.release()
+  return flight
+}
+
+/** The flight of `key`, while it is in the table (for its names and request). */
+export function flightOf(key) {
+  const flight = flights[key % SLOTS]
+  return flight !== undefined && flight.key === key ? flight : undefined
+}
+
+const idOf = (value) => (typeof value === 'string' ? value : undefined)
+
+/**
+ * The `query` wrapper. Only calls whose first argument is `platform` and that carry
+ * a live `AbortSignal` concern the guard. The registry is called from here, not
+ * from wasm, so no wasm frame sits under the host's code (cordis creates Errors
+ * there, and their stack capture costs more through wasm frames). The guard is
+ * entered once the registry returned its promise: `begin(guard, startedAt,
+ * requestId, agentId)` starts the flight and returns its key, or -1 to leave the
+ * query unguarded. A settled query reports back with `settle(key)`; its value
+ * never crosses into wasm.
+ */
+export function makeQueryWrapper(begin, settle, guard, previous, platform) {
   return function harnessGuardQuery(...args) {
-    if (args[0] !== platform) return Reflect.apply(previous, this, args)
-    const key = dispatch(begin, undefined, this, args)
-    if (key === undefined) return Reflect.apply(previous, this, args)
+    const caller = args[5]
+    if (args[0] !== platform || !(caller instanceof AbortSignal) || caller.aborted) {
+      return Reflect.apply(previous, this, args)
+    }
+    const startedAt = performance.now()
+    const flight = new Flight(caller, new AbortController(), args[1], args[2])
+    args[5] = flight.controller.signal
+    caller.addEventListener('abort', flight)
+    announcing.push(flight)
     let inner
     try {
       inner = Reflect.apply(previous, this, args)
     } catch (error) {
-      dispatch(track, undefined, this, [key])
+      flight.release()
       throw error
+    } finally {
+      announcing.pop()
     }
-    return dispatch(track, inner, this, [key])
+    if (!(inner instanceof Promise)) {
+      flight.release()
+      return inner
+    }
+    const key = begin(guard, startedAt, idOf(flight.request?.requestId), idOf(flight.request?.agentId))
+    if (key < 0) {
+      // The guard is gone: the caller's abort still reaches the registry until it settles.
+      const release = () => flight.release()
+      inner.then(release, release)
+      return inner
+    }
+    flight.key = key
+    flights[key % SLOTS] = flight
+    return new Promise((resolve, reject) => {
+      flight.reject = reject
+      inner.then(
+        (value) => {
+          if (takeFlight(key) !== undefined) {
+            settle(key)
+            resolve(value)
+          }
+        },
+        (error) => {
+          if (takeFlight(key) !== undefined) {
+            settle(key)
+            reject(error)
+          }
+        },
+      )
+    })
+  }
+}
+
+/**
+ * A `cordis/inspect-query` listener: the registry announces a request synchronously
+ * inside `query`, so it belongs to the innermost flight whose registry call runs.
+ */
+export function makeAnnouncer() {
+  return function harnessGuardAnnounce(request) {
+    const flight = announcing.at(-1)
+    if (flight !== undefined && flight.request === undefined) flight.request = request
   }
 }
 
@@ -76,18 +185,6 @@ export function makeResolveWrapper(dispatch, unbound, refused, previous) {
     const result = Reflect.apply(previous, this, args)
     return result?.accepted === false ? dispatch(refused, result, this, args) : result
   }
-}
-
-/**
- * Replace `args[index]` (the caller's signal) by one that also aborts through a new
- * controller, and return that controller; `undefined` when there is no live signal.
- */
-export function deriveSignal(args, index) {
-  const caller = args[index]
-  if (!(caller instanceof AbortSignal) || caller.aborted) return undefined
-  const controller = new AbortController()
-  args[index] = AbortSignal.any([caller, controller.signal])
-  return controller
 }
 
 // Shape codes: the facts classification needs, one number per inbox entry, read
@@ -144,16 +241,17 @@ export function shapes(list) {
 }
 
 /**
- * Perform the endings Rust decided, `[controller, reject, error, warn, text, …]`:
- * abort (the registry removes the entry and emits its event), reject the caller,
- * log. A throwing logger never stops the rest.
+ * Perform the endings Rust decided, `[flight, error, warn, text, …]`: abort the
+ * registry's signal (the registry removes its entry and emits its event), reject
+ * the caller, log. A throwing logger never stops the rest.
  */
 export function deliver(work) {
-  for (let i = 0; i < work.length; i += 5) {
-    work[i].abort()
-    work[i + 1]?.(work[i + 2])
+  for (let i = 0; i < work.length; i += 4) {
+    const flight = work[i]
+    flight.controller.abort()
+    flight.reject?.(work[i + 1])
     try {
-      work[i + 3]?.(work[i + 4])
+      work[i + 2]?.(work[i + 3])
     } catch {}
   }
 }
@@ -167,11 +265,6 @@ export function makeTicker(tick) {
   return function harnessGuardTick() {
     deliver(tick())
   }
-}
-
-/** Report the settlement of `inner` to `settle(key, ok, value)`. */
-export function chain(inner, key, settle) {
-  inner.then((value) => settle(key, true, value), (error) => settle(key, false, error))
 }
 
 /** `String(value)` that never throws. */

@@ -1,33 +1,36 @@
 //! The inspect guard on a live `CordisInspectRegistryService`.
 //!
-//! `query` is wrapped so that a `platform: "client"` call runs with a signal
-//! derived from the caller's (`AbortSignal.any([caller, own])`). When the guard
-//! ends a flight it aborts its own controller: the registry's abort path then
-//! removes the pending entry, emits `cordis/inspect-query-resolved` once and
-//! settles its wait, and the caller receives the guard's coded error. Nothing
-//! of the query stays behind, and the caller's signal carries no listener of ours.
+//! `query` is wrapped so that a `platform: "client"` call runs with a signal of
+//! the guard's own, which the caller's signal aborts while the query waits (see
+//! `makeQueryWrapper` in `helpers.js`, which keeps the JavaScript half of each
+//! flight by key). When the guard ends a flight it aborts that signal: the
+//! registry's abort path then removes the pending entry, emits
+//! `cordis/inspect-query-resolved` once and settles its wait, and the caller
+//! receives the guard's coded error. Nothing of the query stays behind, and the
+//! caller's signal keeps no listener of ours.
 //!
 //! `resolveClientQuery` is wrapped to refuse an unbound agent, and to remember
 //! the first refusal (`ok: false`, or an answer failing validation) of a flight.
 //!
 //! The request id is learned from the registry's own `cordis/inspect-query`
-//! event, which it emits synchronously inside `query` once the entry exists.
+//! event, which it emits synchronously inside `query` once the entry exists;
+//! the wrapper hands it over when the flight begins.
 
 use std::rc::Rc;
 
-use js_sys::{Array, Function, Object, Promise, Reflect};
+use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::PatchHandle;
-use super::runtime::{forward, Installation, Role, Runtime};
+use super::runtime::{forward, Installation, Runtime};
 use super::{
-    derive_signal, get, get_fn, get_string, monotonic_now, original_of, text_of, to_js_error,
-    AbortController,
+    flight_of, get, get_fn, get_string, make_announcer, monotonic_now, original_of, take_flight,
+    text_of, to_js_error,
 };
 use crate::config::InspectConfig;
 use crate::error::{Error, Refusal};
-use crate::flights::{Ending, FlightKey, Flights, Landed, Query, RefusalEffect};
+use crate::flights::{Ending, FlightKey, Flights, Query, RefusalEffect};
 use crate::ledger::{InspectReport, Ledger};
 
 /// Page text carried into an error is cut here: it goes to the model.
@@ -70,25 +73,13 @@ struct Guard {
     warned_unannounced: bool,
 }
 
-/// The JavaScript half of a flight.
-struct FlightJs {
-    controller: AbortController,
-    /// The guarded promise's `resolve` and `reject`, once the registry call returned.
-    settle: Option<(Function, Function)>,
-    provider: JsValue,
-    method: JsValue,
-    sink: Rc<Sink>,
-}
-
-/// Inspect guards and the flights of all of them.
+/// Inspect guards and the flights of all of them. (The JavaScript half of each
+/// flight, its signals and the caller's `reject`, stays in `helpers.js` under
+/// the same key.)
 #[derive(Default)]
 pub(crate) struct State {
     guards: std::collections::HashMap<u32, Guard>,
     flights: Flights,
-    js: Vec<Option<FlightJs>>,
-    /// Flights whose registry call is running, innermost last: the registry's
-    /// synchronous `cordis/inspect-query` announces the innermost.
-    announcing: Vec<FlightKey>,
 }
 
 impl State {
@@ -96,36 +87,21 @@ impl State {
         self.flights.len()
     }
 
-    fn put_js(&mut self, key: FlightKey, js: FlightJs) {
-        let at = key.slot as usize;
-        if self.js.len() <= at {
-            self.js.resize_with(at + 1, || None);
-        }
-        if let Some(cell) = self.js.get_mut(at) {
-            *cell = Some(js);
-        }
+    /// The sink of a guard, while it is installed.
+    fn sink(&self, guard: u32) -> Option<Rc<Sink>> {
+        self.guards.get(&guard).map(|g| g.sink.clone())
     }
+}
 
-    /// The JavaScript half of a flight still in the table under `key`.
-    fn live_js(&mut self, key: FlightKey) -> Option<&mut FlightJs> {
-        if !self.flights.contains(key) {
-            return None;
-        }
-        self.js.get_mut(key.slot as usize)?.as_mut()
-    }
+/// The provider and method names of a flight's JavaScript half (`""` for a name that is not a string).
+fn names(flight: &JsValue) -> (String, String) {
+    let name = |field| get_string(flight, field).unwrap_or_default();
+    (name("providerId"), name("methodName"))
+}
 
-    /// The JavaScript half of the waiting flight of a request id.
-    fn waiting(&self, request_id: &str) -> Option<&FlightJs> {
-        let (key, _) = self.flights.by_request(request_id)?;
-        self.js.get(key.slot as usize)?.as_ref()
-    }
-
-    /// Take a flight off both tables.
-    fn land(&mut self, key: FlightKey) -> Option<(Landed, FlightJs)> {
-        let landed = self.flights.land(key)?;
-        let js = self.js.get_mut(key.slot as usize)?.take()?;
-        Some((landed, js))
-    }
+/// The names of a flight still waiting.
+fn names_of(key: FlightKey) -> (String, String) {
+    names(&flight_of(key.to_f64()))
 }
 
 /// Install the guard on `registry` (the raw service or any cordis read of it).
@@ -184,7 +160,7 @@ pub fn install(
                 }
             }
         }
-        let listener = rt.wrapper(guard, Role::Announce, &JsValue::UNDEFINED);
+        let listener = make_announcer();
         let unlisten = on
             .call2(
                 &JsValue::UNDEFINED,
@@ -212,93 +188,40 @@ pub fn install(
     })
 }
 
-/// A client query starts (`query(platform, providerId, methodName, input, agent, signal)`):
-/// replace its signal by a derived one and begin its flight. Returns the flight's
-/// key, or `undefined` to let the call through unguarded (no live signal, or the
-/// guard is gone: the registry then throws or rejects exactly as it would alone).
-pub(super) fn query_begin(rt: &Runtime, guard: u32, args: &Array) -> JsValue {
-    let Some((config, sink)) = rt
-        .inspect(|s| s.guards.get(&guard).map(|g| (g.config, g.sink.clone())))
-        .flatten()
-    else {
-        return JsValue::UNDEFINED;
-    };
-    let Some(controller) = derive_signal(args, 5) else {
-        return JsValue::UNDEFINED;
-    };
-    let query = Query {
-        guard,
-        deadline_ms: config.deadline_ms,
-        grace_ms: config.refusal_grace_ms,
-    };
-    let now = monotonic_now();
-    let flight = FlightJs {
-        controller,
-        settle: None,
-        provider: args.get(1),
-        method: args.get(2),
-        sink,
-    };
-    rt.inspect(|state| {
-        let key = state.flights.begin(query, now);
-        state.announcing.push(key);
-        state.put_js(key, flight);
-        key
-    })
-    .map_or(JsValue::UNDEFINED, |key| JsValue::from_f64(key.to_f64()))
-}
-
-/// A client query's registry call returned `inner` (`undefined` when it threw):
-/// hand back the guarded promise, which settles as `inner` does unless the guard
-/// ends the flight first.
-pub(super) fn query_track(rt: &Runtime, guard: u32, inner: &JsValue, args: &Array) -> JsValue {
-    let Some(key) = args.get(0).as_f64().and_then(FlightKey::from_f64) else {
-        return inner.clone();
-    };
-    let announced = rt
+/// A client query's registry call (started at `started_at`) returned its promise,
+/// and the registry announced `request_id` for `agent_id` meanwhile: begin its
+/// flight. Returns the flight's key, or -1 to leave the query unguarded (the guard
+/// is gone: the registry then settles it exactly as it would alone).
+pub(super) fn begin(
+    rt: &Runtime,
+    guard: u32,
+    started_at: f64,
+    request_id: Option<String>,
+    agent_id: Option<String>,
+) -> f64 {
+    let announced = request_id.is_some();
+    let begun = rt
         .inspect(|state| {
-            if let Some(at) = state.announcing.iter().rposition(|k| *k == key) {
-                state.announcing.remove(at);
+            let g = state.guards.get_mut(&guard)?;
+            let query = Query {
+                guard,
+                deadline_ms: g.config.deadline_ms,
+                grace_ms: g.config.refusal_grace_ms,
+            };
+            let first_unannounced =
+                !announced && !std::mem::replace(&mut g.warned_unannounced, true);
+            let warn = first_unannounced.then(|| g.sink.warn.clone()).flatten();
+            let key = state.flights.begin(query, started_at);
+            if let Some(request_id) = request_id {
+                state.flights.announce(key, request_id, agent_id);
             }
-            state.flights.is_announced(key)
+            Some((key, warn))
         })
-        .unwrap_or(false);
-    let Some(promise) = inner.dyn_ref::<Promise>() else {
-        // It threw, or returned something other than a promise: nothing to guard.
-        rt.inspect(|state| state.land(key));
-        rearm(rt);
-        return inner.clone();
+        .flatten();
+    let Some((key, warn)) = begun else {
+        return -1.0;
     };
-    if !announced {
-        warn_unannounced(rt, guard);
-    }
-    let mut parts = None;
-    let outer = Promise::new(&mut |resolve, reject| parts = Some((resolve, reject)));
-    let tracked = rt.inspect(|state| match state.live_js(key) {
-        Some(js) => {
-            js.settle = parts.take();
-            js.settle.is_some()
-        }
-        // Ended while the registry ran (the guard was disposed): nothing to track.
-        None => false,
-    });
-    if tracked != Some(true) {
-        return inner.clone();
-    }
-    super::chain(promise, key.to_f64(), rt.settle_fn());
-    rearm(rt);
-    outer.into()
-}
-
-fn warn_unannounced(rt: &Runtime, guard: u32) {
-    let first = rt.inspect(|state| match state.guards.get_mut(&guard) {
-        Some(g) if !g.warned_unannounced => {
-            g.warned_unannounced = true;
-            g.sink.warn.clone()
-        }
-        _ => None,
-    });
-    if let Some(Some(warn)) = first {
+    if let Some(warn) = warn {
         let _ = warn.call1(
             &JsValue::UNDEFINED,
             &"the registry did not emit cordis/inspect-query while query() ran; \
@@ -306,19 +229,8 @@ fn warn_unannounced(rt: &Runtime, guard: u32) {
                 .into(),
         );
     }
-}
-
-/// The registry announced a client request (`cordis/inspect-query`).
-pub(super) fn announce(rt: &Runtime, request: &JsValue) {
-    let Some(request_id) = get_string(request, "requestId") else {
-        return;
-    };
-    let agent_id = get_string(request, "agentId");
-    rt.inspect(|state| {
-        if let Some(&key) = state.announcing.last() {
-            state.flights.announce(key, request_id, agent_id);
-        }
-    });
+    rearm(rt);
+    key.to_f64()
 }
 
 /// `resolveClientQuery(null, requestId, …)`: refused, instead of the registry's `TypeError`.
@@ -375,19 +287,17 @@ pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) 
 
 /// The host validator's account of why a waiting flight's answer was refused.
 fn explain_invalid_output(rt: &Runtime, request_id: &str, resolution: &JsValue) -> Option<String> {
-    let (explain, provider, method) = rt
+    let (explain, key) = rt
         .inspect(|state| {
-            let flight = state.waiting(request_id)?;
-            Some((
-                flight.sink.explain.clone()?,
-                flight.provider.clone(),
-                flight.method.clone(),
-            ))
+            let (key, query) = state.flights.by_request(request_id)?;
+            let guard = query.guard;
+            Some((state.sink(guard)?.explain.clone()?, key))
         })
         .flatten()?;
+    let (provider, method) = names_of(key);
     let data = get(resolution, "data").unwrap_or(JsValue::UNDEFINED);
     let detail = explain
-        .call3(&JsValue::UNDEFINED, &provider, &method, &data)
+        .call3(&JsValue::UNDEFINED, &provider.into(), &method.into(), &data)
         .ok()?;
     detail.is_string().then(|| text_of(&detail, MAX_PAGE_TEXT))
 }
@@ -402,22 +312,22 @@ fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>) {
     let found = rt
         .inspect(|state| {
             let g = state.guards.get(&guard)?;
-            let names = request_id
+            let waiting = request_id
                 .as_deref()
-                .and_then(|id| state.waiting(id))
-                .map(|flight| (flight.provider.clone(), flight.method.clone()));
-            Some((g.sink.clone(), g.config.deadline_ms, names))
+                .and_then(|id| state.flights.by_request(id))
+                .map(|(key, _)| key);
+            Some((g.sink.clone(), g.config.deadline_ms, waiting))
         })
         .flatten();
-    let Some((sink, deadline_ms, names)) = found else {
+    let Some((sink, deadline_ms, waiting)) = found else {
         return;
     };
-    let (provider, method) = names.unwrap_or((JsValue::UNDEFINED, JsValue::UNDEFINED));
+    let (provider_id, method_name) = waiting.map(names_of).unwrap_or_default();
     let report = InspectReport {
         kind: "unbound-agent",
         request_id: request_id.unwrap_or_default(),
-        provider_id: provider.as_string().unwrap_or_default(),
-        method_name: method.as_string().unwrap_or_default(),
+        provider_id,
+        method_name,
         deadline_ms,
         at: js_sys::Date::now(),
         reason: None,
@@ -440,19 +350,15 @@ fn describe(report: &InspectReport) -> String {
     }
 }
 
-/// A flight's inner promise settled: pass the outcome on, unless the guard already ended it.
-pub(super) fn settle(rt: &Runtime, key: f64, ok: bool, value: &JsValue) {
+/// A flight's registry promise settled before the guard ended it (the wrapper
+/// already passed the outcome on): take it off the table.
+pub(super) fn settle(rt: &Runtime, key: f64) {
     let Some(key) = FlightKey::from_f64(key) else {
         return;
     };
-    let Some((_, js)) = rt.inspect(|s| s.land(key)).flatten() else {
-        return;
-    };
-    if let Some((resolve, reject)) = &js.settle {
-        let settle = if ok { resolve } else { reject };
-        let _ = settle.call1(&JsValue::UNDEFINED, value);
+    if rt.inspect(|s| s.flights.land(key)).flatten().is_some() {
+        rearm(rt);
     }
-    rearm(rt);
 }
 
 /// Flights ended per timer tick. When more are due, the timer is re-armed at once,
@@ -461,7 +367,7 @@ pub(super) fn settle(rt: &Runtime, key: f64, ok: bool, value: &JsValue) {
 const EXPIRY_CHUNK: usize = 128;
 
 /// The deadline timer fired: end what is due (at most a chunk) and return the work
-/// of delivering it, `[controller, reject, error, warn, text, …]`, which the
+/// of delivering it, `[flight, error, warn, text, …]`, which the
 /// ticker performs in JavaScript: the registry's abort path then runs with no
 /// wasm frame beneath it (see `makeQueryWrapper`).
 pub(super) fn tick(rt: &Runtime) -> Array {
@@ -476,18 +382,29 @@ pub(super) fn tick(rt: &Runtime) -> Array {
 }
 
 /// Land the guard's endings, build their errors and record their reports. Returns
-/// the rest as work for `deliver` (helpers.js): `[controller, reject, error, warn,
-/// text, …]`, performed in that order for each flight.
+/// the rest as work for `deliver` (helpers.js): `[flight, error, warn, text, …]`,
+/// performed in that order for each flight (abort the registry's signal, reject
+/// the caller, log).
 fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Array {
     let work = Array::new();
     for key in ended {
-        let Some((landed, js)) = rt.inspect(|s| s.land(key)).flatten() else {
+        let Some((landed, sink)) = rt
+            .inspect(|s| {
+                let landed = s.flights.land(key)?;
+                let sink = s.sink(landed.query.guard)?;
+                Some((landed, sink))
+            })
+            .flatten()
+        else {
             continue;
         };
-        let provider = js.provider.as_string().unwrap_or_default();
-        let method = js.method.as_string().unwrap_or_default();
+        // Taken at once: its slot may be reused from here on (`onReport` may start a query).
+        let flight = take_flight(key.to_f64());
+        if flight.is_undefined() {
+            continue;
+        }
+        let (provider, method) = names(&flight);
         let (Some(error), Some(ending)) = (landed.error(&provider, &method), landed.ending) else {
-            js.controller.abort();
             continue;
         };
         let report = InspectReport {
@@ -512,16 +429,11 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Arra
             describe(&report),
             error.code()
         );
-        js.sink.record(report);
+        sink.record(report);
         for part in [
-            js.controller.into(),
-            js.settle
-                .map_or(JsValue::UNDEFINED, |(_, reject)| reject.into()),
+            flight,
             to_js_error(&error),
-            js.sink
-                .warn
-                .clone()
-                .map_or(JsValue::UNDEFINED, JsValue::from),
+            sink.warn.clone().map_or(JsValue::UNDEFINED, JsValue::from),
             JsValue::from_str(&text),
         ] {
             work.push(&part);
@@ -536,17 +448,18 @@ fn rearm(rt: &Runtime) {
 
 /// Remove the guard: restore its methods, drop its listener, reject its flights.
 pub(super) fn dispose(rt: &Runtime, guard: u32) {
-    let Some((removed, ended)) =
-        rt.inspect(|s| (s.guards.remove(&guard), s.flights.abandon(guard)))
-    else {
+    let Some(ended) = rt.inspect(|s| s.flights.abandon(guard)) else {
         return;
     };
-    if let Some(mut g) = removed {
+    // The endings are built while the guard's sink is still installed, and
+    // delivered once its methods and listener are gone.
+    let work = end_flights(rt, ended);
+    if let Some(mut g) = rt.inspect(|s| s.guards.remove(&guard)).flatten() {
         drop(std::mem::take(&mut g.patches));
         if let Some(unlisten) = g.unlisten.take() {
             let _ = unlisten.call0(&JsValue::UNDEFINED);
         }
     }
-    super::deliver(&end_flights(rt, ended));
+    super::deliver(&work);
     rearm(rt);
 }

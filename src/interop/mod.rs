@@ -26,7 +26,6 @@ use crate::ledger::{Fields, Value};
 extern "C" {
     #[wasm_bindgen(js_name = makeWrapper)]
     fn make_wrapper(dispatch: &Function, token: u32, previous: &JsValue) -> Function;
-    fn chain(inner: &js_sys::Promise, key: f64, settle: &Function);
     #[wasm_bindgen(js_name = safeString)]
     fn safe_string(value: &JsValue) -> JsString;
     fn render(value: &JsValue) -> JsString;
@@ -38,16 +37,20 @@ extern "C" {
     fn shape_codes(list: &Array) -> js_sys::Uint32Array;
     #[wasm_bindgen(js_name = shapeCode)]
     fn shape(value: &JsValue) -> u32;
-    #[wasm_bindgen(js_name = deriveSignal)]
-    fn derive_signal(args: &Array, index: u32) -> Option<AbortController>;
     #[wasm_bindgen(js_name = makeQueryWrapper)]
     fn make_query_wrapper(
-        dispatch: &Function,
-        begin: u32,
-        track: u32,
+        begin: &Function,
+        settle: &Function,
+        guard: u32,
         previous: &JsValue,
         platform: &JsValue,
     ) -> Function;
+    #[wasm_bindgen(js_name = makeAnnouncer)]
+    fn make_announcer() -> Function;
+    #[wasm_bindgen(js_name = flightOf)]
+    fn flight_of(key: f64) -> JsValue;
+    #[wasm_bindgen(js_name = takeFlight)]
+    fn take_flight(key: f64) -> JsValue;
     #[wasm_bindgen(js_name = makeTicker)]
     fn make_ticker(tick: &Function) -> Function;
     fn deliver(work: &Array);
@@ -71,12 +74,6 @@ extern "C" {
 
 #[wasm_bindgen]
 extern "C" {
-    /// `AbortController`; made by `deriveSignal`, aborted at a flight's ending.
-    #[wasm_bindgen(js_name = AbortController)]
-    type AbortController;
-    #[wasm_bindgen(method)]
-    fn abort(this: &AbortController);
-
     #[wasm_bindgen(js_name = setTimeout, catch)]
     fn set_timeout(callback: &Function, delay_ms: f64) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = clearTimeout)]

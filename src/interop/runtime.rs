@@ -4,7 +4,8 @@
 //! every wrapper and listener is a small JavaScript function that calls
 //! [`Runtime::dispatch`] with a token naming its guard and role, so a wrapper
 //! read before disposal still works afterwards (it forwards to the method it
-//! replaced). A flight's continuation is reported through [`Runtime::settle`].
+//! replaced). A client query reaches the guard through two more closures made
+//! once, `begin` and `settle`, which carry numbers and the request's ids only.
 //!
 //! One host timer serves every deadline: it is armed for the earliest due
 //! flight, re-armed when that changes, and cleared when nothing waits. While a
@@ -25,27 +26,21 @@ use super::{
 /// What a wrapper or listener is for; the low bits of its token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Role {
-    /// A client query starts: derive its signal, begin its flight.
-    QueryBegin = 0,
     /// `registry.resolveClientQuery` called without a bound agent.
-    Unbound = 1,
-    /// A `cordis/inspect-query` listener.
-    Announce = 2,
-    /// An inbox's `claim`.
-    Claim = 3,
-    /// The `agent/pre-step` entry.
-    PreStep = 4,
-    /// The `agent/created` listener.
-    Created = 5,
-    /// The `session/event` observer.
-    SessionEvent = 6,
+    Unbound = 0,
     /// `registry.resolveClientQuery` refused an answer (`previous` carries its result).
-    Refused = 7,
-    /// A client query's registry call returned (`previous` carries its promise).
-    QueryTrack = 8,
+    Refused = 1,
+    /// An inbox's `claim`.
+    Claim = 2,
+    /// The `agent/pre-step` entry.
+    PreStep = 3,
+    /// The `agent/created` listener.
+    Created = 4,
+    /// The `session/event` observer.
+    SessionEvent = 5,
 }
 
-const ROLE_BITS: u32 = 4;
+const ROLE_BITS: u32 = 3;
 
 fn token(guard: u32, role: Role) -> u32 {
     (guard << ROLE_BITS) | role as u32
@@ -54,21 +49,19 @@ fn token(guard: u32, role: Role) -> u32 {
 impl Role {
     fn of(token: u32) -> Option<Self> {
         Some(match token & ((1 << ROLE_BITS) - 1) {
-            0 => Role::QueryBegin,
-            1 => Role::Unbound,
-            2 => Role::Announce,
-            3 => Role::Claim,
-            4 => Role::PreStep,
-            5 => Role::Created,
-            6 => Role::SessionEvent,
-            7 => Role::Refused,
-            8 => Role::QueryTrack,
+            0 => Role::Unbound,
+            1 => Role::Refused,
+            2 => Role::Claim,
+            3 => Role::PreStep,
+            4 => Role::Created,
+            5 => Role::SessionEvent,
             _ => return None,
         })
     }
 }
 
 type Dispatch = dyn Fn(u32, JsValue, JsValue, Array) -> Result<JsValue, JsValue>;
+type Begin = dyn Fn(u32, f64, Option<String>, Option<String>) -> f64;
 
 /// The process-wide runtime; reached through [`with`].
 pub(super) struct Runtime {
@@ -76,7 +69,11 @@ pub(super) struct Runtime {
     inbox_state: RefCell<inbox::State>,
     next_guard: Cell<u32>,
     dispatch: Closure<Dispatch>,
-    settle: Closure<dyn Fn(f64, bool, JsValue)>,
+    /// A client query's registry call returned a promise: `(guard, startedAt,
+    /// requestId, agentId) → key`, or -1 to leave it unguarded.
+    begin: Closure<Begin>,
+    /// A flight's registry promise settled first: `(key)`.
+    settle: Closure<dyn Fn(f64)>,
     /// Owned here and never read: `ticker` calls it, so it lives as long as the runtime.
     #[allow(dead_code)]
     tick: Closure<dyn Fn() -> Array>,
@@ -109,9 +106,12 @@ impl Runtime {
                 with(|rt| rt.route(token, &previous, &this, &args))
             },
         );
-        let settle = Closure::<dyn Fn(f64, bool, JsValue)>::new(|key: f64, ok: bool, value| {
-            with(|rt| inspect::settle(rt, key, ok, &value));
-        });
+        let begin = Closure::<Begin>::new(
+            |guard: u32, started_at: f64, request_id: Option<String>, agent_id: Option<String>| {
+                with(|rt| inspect::begin(rt, guard, started_at, request_id, agent_id))
+            },
+        );
+        let settle = Closure::<dyn Fn(f64)>::new(|key: f64| with(|rt| inspect::settle(rt, key)));
         let tick = Closure::<dyn Fn() -> Array>::new(|| with(inspect::tick));
         let ticker = make_ticker(tick.as_ref().unchecked_ref());
         Self {
@@ -119,6 +119,7 @@ impl Runtime {
             inbox_state: RefCell::default(),
             next_guard: Cell::new(1),
             dispatch,
+            begin,
             settle,
             tick,
             ticker,
@@ -173,13 +174,14 @@ impl Runtime {
         make_insert_observer(self.dispatch_fn(), token(guard, Role::SessionEvent))
     }
 
-    /// The `query` wrapper: only client queries reach the guard, before and after the
-    /// registry call (which the wrapper makes itself).
+    /// The `query` wrapper: only client queries with a live signal reach the guard,
+    /// once the registry (which the wrapper calls itself) returned its promise, and
+    /// again when that promise settles first.
     pub(super) fn query_wrapper(&self, guard: u32, previous: &JsValue) -> Function {
         make_query_wrapper(
-            self.dispatch_fn(),
-            token(guard, Role::QueryBegin),
-            token(guard, Role::QueryTrack),
+            self.begin.as_ref().unchecked_ref(),
+            self.settle.as_ref().unchecked_ref(),
+            guard,
             previous,
             &self.client,
         )
@@ -200,11 +202,6 @@ impl Runtime {
         self.dispatch.as_ref().unchecked_ref()
     }
 
-    /// The continuation every flight reports to.
-    pub(super) fn settle_fn(&self) -> &Function {
-        self.settle.as_ref().unchecked_ref()
-    }
-
     fn route(
         &self,
         token: u32,
@@ -214,14 +211,8 @@ impl Runtime {
     ) -> Result<JsValue, JsValue> {
         let guard = token >> ROLE_BITS;
         match Role::of(token) {
-            Some(Role::QueryBegin) => Ok(inspect::query_begin(self, guard, args)),
-            Some(Role::QueryTrack) => Ok(inspect::query_track(self, guard, previous, args)),
             Some(Role::Unbound) => inspect::unbound(self, guard, previous, this, args),
             Some(Role::Refused) => Ok(inspect::refused(self, guard, previous, args)),
-            Some(Role::Announce) => {
-                inspect::announce(self, &args.get(0));
-                Ok(JsValue::UNDEFINED)
-            }
             Some(Role::Claim) => inbox::claim(self, guard, previous, this, args),
             Some(Role::PreStep) => inbox::pre_step(self, guard, args),
             Some(Role::Created) => {
