@@ -241,17 +241,23 @@ export function shapes(list) {
 }
 
 /**
- * Perform the endings Rust decided, `[flight, error, warn, text, …]`: abort the
- * registry's signal (the registry removes its entry and emits its event), reject
- * the caller, log. A throwing logger never stops the rest.
+ * Perform the endings Rust decided, `[flight, code, message, warn, text, …]`:
+ * abort the registry's signal (the registry removes its entry and emits its
+ * event), reject the caller with the coded error, log. The error is made here,
+ * not in wasm, where its stack capture would cost several times more, and is
+ * also the abort reason (the registry does not read it; a reason spares the
+ * `DOMException` an abort without one creates). A throwing logger never stops
+ * the rest.
  */
 export function deliver(work) {
-  for (let i = 0; i < work.length; i += 4) {
+  for (let i = 0; i < work.length; i += 5) {
     const flight = work[i]
-    flight.controller.abort()
-    flight.reject?.(work[i + 1])
+    const error = new Error(work[i + 2])
+    error.code = work[i + 1]
+    flight.controller.abort(error)
+    flight.reject?.(error)
     try {
-      work[i + 2]?.(work[i + 3])
+      work[i + 3]?.(work[i + 4])
     } catch {}
   }
 }

@@ -26,7 +26,7 @@ use super::patch::PatchHandle;
 use super::runtime::{forward, Installation, Runtime};
 use super::{
     flight_of, get, get_fn, get_string, make_announcer, monotonic_now, original_of, take_flight,
-    text_of, to_js_error,
+    text_of,
 };
 use crate::config::InspectConfig;
 use crate::error::{Error, Refusal};
@@ -367,7 +367,7 @@ pub(super) fn settle(rt: &Runtime, key: f64) {
 const EXPIRY_CHUNK: usize = 128;
 
 /// The deadline timer fired: end what is due (at most a chunk) and return the work
-/// of delivering it, `[flight, error, warn, text, …]`, which the
+/// of delivering it, `[flight, code, message, warn, text, …]`, which the
 /// ticker performs in JavaScript: the registry's abort path then runs with no
 /// wasm frame beneath it (see `makeQueryWrapper`).
 pub(super) fn tick(rt: &Runtime) -> Array {
@@ -382,7 +382,7 @@ pub(super) fn tick(rt: &Runtime) -> Array {
 }
 
 /// Land the guard's endings, build their errors and record their reports. Returns
-/// the rest as work for `deliver` (helpers.js): `[flight, error, warn, text, …]`,
+/// the rest as work for `deliver` (helpers.js): `[flight, code, message, warn, text, …]`,
 /// performed in that order for each flight (abort the registry's signal, reject
 /// the caller, log).
 fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Array {
@@ -432,7 +432,8 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Arra
         sink.record(report);
         for part in [
             flight,
-            to_js_error(&error),
+            JsValue::from_str(error.code()),
+            JsValue::from_str(&error.to_string()),
             sink.warn.clone().map_or(JsValue::UNDEFINED, JsValue::from),
             JsValue::from_str(&text),
         ] {
