@@ -3,10 +3,55 @@
 // promise, kept by key), defensive shape reads and a safe renderer. No decision
 // is made here: Rust decides when a query ends and how, and what an entry is.
 
+// ---- warn lines ----------------------------------------------------------------
+
+/**
+ * Warn lines written while wasm ran, `[warn, text, …]`, logged by the wrapper
+ * that entered wasm once it returned: a host logger called from under wasm
+ * frames pays several times more for the stack captures it makes (cordis
+ * creates an Error in its context proxy).
+ */
+const lines = []
+
+/** Queue a warn line; the wrapper that entered wasm logs it on the way out. */
+export function logLater(warn, text) {
+  lines.push(warn, text)
+}
+
+/** Log the queued lines. A throwing logger never stops the rest, nor its caller. */
+function flushLines() {
+  const batch = lines.splice(0)
+  for (let i = 0; i < batch.length; i += 2) {
+    try {
+      batch[i](batch[i + 1])
+    } catch {}
+  }
+}
+
+/** Enter the guard, then log what it queued. */
+function enter(dispatch, token, previous, self, args) {
+  try {
+    return dispatch(token, previous, self, args)
+  } finally {
+    if (lines.length > 0) flushLines()
+  }
+}
+
 /** A function that forwards `this` and its arguments to `dispatch`, tagged by `token`. */
 export function makeWrapper(dispatch, token, previous) {
   return function harnessGuardWrapper(...args) {
-    return dispatch(token, previous, this, args)
+    return enter(dispatch, token, previous, this, args)
+  }
+}
+
+/**
+ * The `agent/pre-step` entry: the guard sees the event, then the rest of the chain
+ * runs from here, with no wasm frame beneath it.
+ */
+export function makePreStep(dispatch, token) {
+  return function harnessGuardPreStep(event, next) {
+    enter(dispatch, token, undefined, this, [event])
+    return typeof next === 'function' ? next() : undefined
   }
 }
 
@@ -103,6 +148,7 @@ export function makeQueryWrapper(begin, settle, guard, previous, platform) {
       return inner
     }
     const key = begin(guard, startedAt, idOf(flight.request?.requestId), idOf(flight.request?.agentId))
+    if (lines.length > 0) flushLines()
     if (key < 0) {
       // The guard is gone: the caller's abort still reaches the registry until it settles.
       const release = () => flight.release()
@@ -156,20 +202,25 @@ export function makeClaimWrapper(dispatch, token, previous, messageCode) {
     } catch {}
     const batch = Reflect.apply(previous, this, args)
     if (Array.isArray(batch) && batch.every((entry) => shapeCode(entry) === messageCode)) return batch
-    return dispatch(token, previous, this, [args, batch, split])
+    return enter(dispatch, token, previous, this, [args, batch, split])
   }
 }
 
 /**
  * A `session/event` listener that reaches the guard only for inbox writes that
- * inserted something: a claim's own splices are deletions and cannot insert a
- * non-message, so they stay out of wasm.
+ * inserted something other than usable messages (`messageCode`, as for claims):
+ * a claim's own splices are deletions, and clean writes stay out of wasm.
  */
-export function makeInsertObserver(dispatch, token) {
+export function makeInsertObserver(dispatch, token, messageCode) {
   return function harnessGuardObserver(session, event) {
-    if (event?.type === 'agent/inbox/spliced' && event.data?.inserted?.length > 0) {
-      dispatch(token, undefined, this, [session, event])
-    }
+    if (event?.type !== 'agent/inbox/spliced') return
+    const inserted = event.data?.inserted
+    if (!isArray(inserted) || inserted.length === 0) return
+    let clean = false
+    try {
+      clean = inserted.every((entry) => shapeCode(entry) === messageCode)
+    } catch {}
+    if (!clean) enter(dispatch, token, undefined, this, [session, event])
   }
 }
 
@@ -181,9 +232,9 @@ export function makeInsertObserver(dispatch, token) {
  */
 export function makeResolveWrapper(dispatch, unbound, refused, previous) {
   return function harnessGuardWrapper(...args) {
-    if (args[0] === null || args[0] === undefined) return dispatch(unbound, previous, this, args)
+    if (args[0] === null || args[0] === undefined) return enter(dispatch, unbound, previous, this, args)
     const result = Reflect.apply(previous, this, args)
-    return result?.accepted === false ? dispatch(refused, result, this, args) : result
+    return result?.accepted === false ? enter(dispatch, refused, result, this, args) : result
   }
 }
 
@@ -271,6 +322,14 @@ export function makeTicker(tick) {
   return function harnessGuardTick() {
     deliver(tick())
   }
+}
+
+/** The user message a repaired scalar becomes, made by the host's `create`. */
+export function userMessage(create, text, summary) {
+  return create({
+    content: [{ type: 'text', text }],
+    source: { kind: 'plugin', plugin: 'inbox-input-guard', form: 'notice', summary },
+  })
 }
 
 /** `String(value)` that never throws. */

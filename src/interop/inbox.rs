@@ -19,7 +19,8 @@ use wasm_bindgen::JsCast;
 use super::patch::{is_patched, PatchHandle};
 use super::runtime::{forward, Installation, Role, Runtime};
 use super::{
-    get, get_fn, get_string, is_array, remove_at, render_head, safe_string, shape, shapes,
+    get, get_fn, get_string, is_array, log_later, remove_at, render_head, safe_string, shape,
+    shapes, user_message,
 };
 use crate::config::{InboxConfig, Mode};
 use crate::inbox::{classify, decide, preview, repair_summary, Action, Class, Probe};
@@ -93,6 +94,7 @@ pub fn install(
             let listener = match role {
                 // Only inbox writes that inserted something concern the guard.
                 Role::SessionEvent => rt.insert_observer(guard),
+                Role::PreStep => rt.pre_step(guard),
                 _ => rt.wrapper(guard, role, &JsValue::UNDEFINED),
             };
             match on.call3(&JsValue::UNDEFINED, &event.into(), &listener, &options) {
@@ -214,10 +216,9 @@ fn list_len(inbox: &JsValue, key: &str) -> Option<u32> {
     Some(to_index(n))
 }
 
-/// The guard's `agent/pre-step` entry (registered `prepend`).
-pub(super) fn pre_step(rt: &Runtime, guard: u32, args: &Array) -> Result<JsValue, JsValue> {
+/// The guard's `agent/pre-step` entry (registered `prepend`); the wrapper calls `next()` after it.
+pub(super) fn pre_step(rt: &Runtime, guard: u32, args: &Array) {
     let event = args.get(0);
-    let next = args.get(1);
     if let Some(cx) = ctx(rt, guard) {
         let inbox = get(&event, "agent").and_then(|a| get(&a, "inbox"));
         if let Some(inbox) = &inbox {
@@ -231,10 +232,6 @@ pub(super) fn pre_step(rt: &Runtime, guard: u32, args: &Array) -> Result<JsValue
         if let Some(inbox) = &inbox {
             sweep_pending(&cx, inbox, &session);
         }
-    }
-    match next.dyn_ref::<Function>() {
-        Some(next) => next.call0(&JsValue::UNDEFINED),
-        None => Ok(JsValue::UNDEFINED),
     }
 }
 
@@ -444,25 +441,7 @@ fn repaired(cx: &Ctx, value: &JsValue, probe: &Probe) -> Option<JsValue> {
     } else {
         safe_string(value).into()
     };
-    let part = Object::new();
-    Reflect::set(&part, &"type".into(), &"text".into()).ok()?;
-    Reflect::set(&part, &"text".into(), &text).ok()?;
-    let source = Object::new();
-    for (k, v) in [
-        ("kind", "plugin".to_owned()),
-        ("plugin", "inbox-input-guard".to_owned()),
-        ("form", "notice".to_owned()),
-        ("summary", repair_summary(probe)),
-    ] {
-        Reflect::set(&source, &k.into(), &v.into()).ok()?;
-    }
-    let spec = Object::new();
-    Reflect::set(&spec, &"content".into(), &Array::of1(&part)).ok()?;
-    Reflect::set(&spec, &"source".into(), &source).ok()?;
-    let message = cx
-        .create_user_message
-        .call1(&JsValue::UNDEFINED, &spec)
-        .ok()?;
+    let message = user_message(&cx.create_user_message, &text, &repair_summary(probe)).ok()?;
     (classify(&Probe::from_code(shape(&message))) == Class::Message).then_some(message)
 }
 
@@ -510,13 +489,12 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
     if let Ok(mut ledger) = cx.ledger.try_borrow_mut() {
         ledger.push(violation);
     }
-    if let Some(w) = &cx.warn {
-        let _ = w.call1(&JsValue::UNDEFINED, &text.into());
-    }
+    warn(cx, &text);
 }
 
+/// Log a warn line once the guard returns to JavaScript.
 fn warn(cx: &Ctx, text: &str) {
     if let Some(w) = &cx.warn {
-        let _ = w.call1(&JsValue::UNDEFINED, &text.into());
+        log_later(w, text);
     }
 }

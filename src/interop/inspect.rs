@@ -25,8 +25,8 @@ use wasm_bindgen::JsCast;
 use super::patch::PatchHandle;
 use super::runtime::{forward, Installation, Runtime};
 use super::{
-    flight_of, get, get_fn, get_string, make_announcer, monotonic_now, original_of, take_flight,
-    text_of,
+    flight_of, get, get_fn, get_string, log_later, make_announcer, monotonic_now, original_of,
+    take_flight, text_of,
 };
 use crate::config::InspectConfig;
 use crate::error::{Error, Refusal};
@@ -56,11 +56,11 @@ impl Sink {
         }
     }
 
-    /// Record a report and log its warn line.
+    /// Record a report and log its warn line (once the guard returns to JavaScript).
     fn report(&self, report: InspectReport, text: &str) {
         self.record(report);
         if let Some(warn) = &self.warn {
-            let _ = warn.call1(&JsValue::UNDEFINED, &JsValue::from_str(text));
+            log_later(warn, text);
         }
     }
 }
@@ -222,11 +222,10 @@ pub(super) fn begin(
         return -1.0;
     };
     if let Some(warn) = warn {
-        let _ = warn.call1(
-            &JsValue::UNDEFINED,
-            &"the registry did not emit cordis/inspect-query while query() ran; \
-              deadlines still apply, but page refusals cannot be matched to queries"
-                .into(),
+        log_later(
+            &warn,
+            "the registry did not emit cordis/inspect-query while query() ran; \
+             deadlines still apply, but page refusals cannot be matched to queries",
         );
     }
     rearm(rt);

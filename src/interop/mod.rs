@@ -62,7 +62,13 @@ extern "C" {
         message_code: u32,
     ) -> Function;
     #[wasm_bindgen(js_name = makeInsertObserver)]
-    fn make_insert_observer(dispatch: &Function, token: u32) -> Function;
+    fn make_insert_observer(dispatch: &Function, token: u32, message_code: u32) -> Function;
+    #[wasm_bindgen(js_name = makePreStep)]
+    fn make_pre_step(dispatch: &Function, token: u32) -> Function;
+    #[wasm_bindgen(js_name = logLater)]
+    fn log_later(warn: &Function, text: &str);
+    #[wasm_bindgen(js_name = userMessage, catch)]
+    fn user_message(create: &Function, text: &JsValue, summary: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = makeResolveWrapper)]
     fn make_resolve_wrapper(
         dispatch: &Function,

@@ -19,8 +19,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::{
-    clear_timeout, inbox, inspect, make_claim_wrapper, make_insert_observer, make_query_wrapper,
-    make_resolve_wrapper, make_ticker, make_wrapper, monotonic_now, set_timeout,
+    clear_timeout, inbox, inspect, make_claim_wrapper, make_insert_observer, make_pre_step,
+    make_query_wrapper, make_resolve_wrapper, make_ticker, make_wrapper, monotonic_now,
+    set_timeout,
 };
 
 /// What a wrapper or listener is for; the low bits of its token.
@@ -169,9 +170,19 @@ impl Runtime {
         )
     }
 
-    /// The `session/event` observer: only inbox writes that inserted something reach the guard.
+    /// The `session/event` observer: only inbox writes that inserted something other
+    /// than usable messages reach the guard.
     pub(super) fn insert_observer(&self, guard: u32) -> Function {
-        make_insert_observer(self.dispatch_fn(), token(guard, Role::SessionEvent))
+        make_insert_observer(
+            self.dispatch_fn(),
+            token(guard, Role::SessionEvent),
+            crate::inbox::MESSAGE_CODE,
+        )
+    }
+
+    /// The `agent/pre-step` entry: the guard sees the event, the wrapper calls `next`.
+    pub(super) fn pre_step(&self, guard: u32) -> Function {
+        make_pre_step(self.dispatch_fn(), token(guard, Role::PreStep))
     }
 
     /// The `query` wrapper: only client queries with a live signal reach the guard,
@@ -214,7 +225,10 @@ impl Runtime {
             Some(Role::Unbound) => inspect::unbound(self, guard, previous, this, args),
             Some(Role::Refused) => Ok(inspect::refused(self, guard, previous, args)),
             Some(Role::Claim) => inbox::claim(self, guard, previous, this, args),
-            Some(Role::PreStep) => inbox::pre_step(self, guard, args),
+            Some(Role::PreStep) => {
+                inbox::pre_step(self, guard, args);
+                Ok(JsValue::UNDEFINED)
+            }
             Some(Role::Created) => {
                 inbox::created(self, guard, &args.get(0));
                 Ok(JsValue::UNDEFINED)
