@@ -125,56 +125,59 @@ const idOf = (value) => (typeof value === 'string' ? value : undefined)
  */
 export function makeQueryWrapper(begin, settle, guard, previous, platform) {
   return function harnessGuardQuery(...args) {
-    const caller = args[5]
-    if (args[0] !== platform || !(caller instanceof AbortSignal) || caller.aborted) {
-      return Reflect.apply(previous, this, args)
-    }
-    const startedAt = performance.now()
-    const flight = new Flight(caller, new AbortController(), args[1], args[2])
-    args[5] = flight.controller.signal
-    caller.addEventListener('abort', flight)
-    announcing.push(flight)
-    let inner
-    try {
-      inner = Reflect.apply(previous, this, args)
-    } catch (error) {
-      flight.release()
-      throw error
-    } finally {
-      announcing.pop()
-    }
-    if (!(inner instanceof Promise)) {
-      flight.release()
-      return inner
-    }
-    const key = begin(guard, startedAt, idOf(flight.request?.requestId), idOf(flight.request?.agentId))
-    if (lines.length > 0) flushLines()
-    if (key < 0) {
-      // The guard is gone: the caller's abort still reaches the registry until it settles.
-      const release = () => flight.release()
-      inner.then(release, release)
-      return inner
-    }
-    flight.key = key
-    flights[key % SLOTS] = flight
-    return new Promise((resolve, reject) => {
-      flight.reject = reject
-      inner.then(
-        (value) => {
-          if (takeFlight(key) !== undefined) {
-            settle(key)
-            resolve(value)
-          }
-        },
-        (error) => {
-          if (takeFlight(key) !== undefined) {
-            settle(key)
-            reject(error)
-          }
-        },
-      )
-    })
+    if (args[0] !== platform) return Reflect.apply(previous, this, args)
+    return guardClientQuery(begin, settle, guard, previous, this, args)
   }
+}
+
+function guardClientQuery(begin, settle, guard, previous, self, args) {
+  const caller = args[5]
+  if (!(caller instanceof AbortSignal) || caller.aborted) return Reflect.apply(previous, self, args)
+  const startedAt = performance.now()
+  const flight = new Flight(caller, new AbortController(), args[1], args[2])
+  args[5] = flight.controller.signal
+  caller.addEventListener('abort', flight)
+  announcing.push(flight)
+  let inner
+  try {
+    inner = Reflect.apply(previous, self, args)
+  } catch (error) {
+    flight.release()
+    throw error
+  } finally {
+    announcing.pop()
+  }
+  if (!(inner instanceof Promise)) {
+    flight.release()
+    return inner
+  }
+  const key = begin(guard, startedAt, idOf(flight.request?.requestId), idOf(flight.request?.agentId))
+  if (lines.length > 0) flushLines()
+  if (key < 0) {
+    // The guard is gone: the caller's abort still reaches the registry until it settles.
+    const release = () => flight.release()
+    inner.then(release, release)
+    return inner
+  }
+  flight.key = key
+  flights[key % SLOTS] = flight
+  return new Promise((resolve, reject) => {
+    flight.reject = reject
+    inner.then(
+      (value) => {
+        if (takeFlight(key) !== undefined) {
+          settle(key)
+          resolve(value)
+        }
+      },
+      (error) => {
+        if (takeFlight(key) !== undefined) {
+          settle(key)
+          reject(error)
+        }
+      },
+    )
+  })
 }
 
 /**

@@ -84,6 +84,10 @@ extern "C" {
     fn set_timeout(callback: &Function, delay_ms: f64) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = clearTimeout)]
     fn clear_timeout(handle: &JsValue);
+    #[wasm_bindgen(js_name = setImmediate, catch)]
+    fn set_immediate(callback: &Function) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = clearImmediate, catch)]
+    fn clear_immediate(handle: &JsValue) -> Result<(), JsValue>;
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn monotonic_now() -> f64;
     #[wasm_bindgen(js_namespace = Reflect, js_name = getOwnPropertyDescriptor, catch)]

@@ -10,7 +10,9 @@
 //! One host timer serves every deadline: it is armed for the earliest due
 //! flight, re-armed when that changes, and cleared when nothing waits. While a
 //! guarded query waits the timer is ref'd, so a process whose only work is that
-//! query lives until the deadline fires.
+//! query lives until the deadline fires. Work already due (the rest of a burst
+//! ended in chunks) is scheduled with `setImmediate`, which also keeps the
+//! process alive and runs after pending I/O.
 
 use std::cell::{Cell, RefCell};
 
@@ -19,9 +21,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::{
-    clear_timeout, inbox, inspect, make_claim_wrapper, make_insert_observer, make_pre_step,
-    make_query_wrapper, make_resolve_wrapper, make_ticker, make_wrapper, monotonic_now,
-    set_timeout,
+    clear_immediate, clear_timeout, inbox, inspect, make_claim_wrapper, make_insert_observer,
+    make_pre_step, make_query_wrapper, make_resolve_wrapper, make_ticker, make_wrapper,
+    monotonic_now, set_immediate, set_timeout,
 };
 
 /// What a wrapper or listener is for; the low bits of its token.
@@ -87,8 +89,38 @@ pub(super) struct Runtime {
 
 #[derive(Default)]
 struct Timer {
-    handle: Option<JsValue>,
+    handle: Option<Handle>,
     armed_for: Option<f64>,
+}
+
+/// What the one timer is, when armed.
+enum Handle {
+    /// A `setTimeout` for a due time ahead.
+    Timeout(JsValue),
+    /// A `setImmediate` for work already due: a 0 ms timeout waits at least 1 ms,
+    /// which would idle the loop between chunks of overdue endings.
+    Immediate(JsValue),
+}
+
+impl Handle {
+    /// Arm for `delay_ms` from now (whole ms, 0 for work already due).
+    fn arm(callback: &Function, delay_ms: f64) -> Option<Self> {
+        if delay_ms <= 0.0 {
+            if let Ok(handle) = set_immediate(callback) {
+                return Some(Self::Immediate(handle));
+            }
+        }
+        set_timeout(callback, delay_ms).ok().map(Self::Timeout)
+    }
+
+    fn clear(self) {
+        match self {
+            Self::Timeout(handle) => clear_timeout(&handle),
+            Self::Immediate(handle) => {
+                let _ = clear_immediate(&handle);
+            }
+        }
+    }
 }
 
 thread_local! {
@@ -266,11 +298,11 @@ impl Runtime {
             }
         }
         if let Some(handle) = old {
-            clear_timeout(&handle);
+            handle.clear();
         }
         if let Some(due) = schedule {
             let delay = (due - monotonic_now()).max(0.0).ceil();
-            let handle = set_timeout(&self.ticker, delay).ok();
+            let handle = Handle::arm(&self.ticker, delay);
             if let Ok(mut timer) = self.timer.try_borrow_mut() {
                 if handle.is_none() {
                     timer.armed_for = None;
