@@ -164,6 +164,8 @@ async function agentHost(arm, pkg) {
   const warn = (text) => logger.warn(text)
   if (arm === 'hg') await ctx.plugin(pkg.plugin, { inbox: { mode: 'repair' } })
   if (arm === 'pj') installPlainInboxGuard(ctx, { mode: 'repair', previewChars: 80, createUserMessage, warn })
+  // No guard: a plugin with one no-op `session/event` listener, what any durable-write observer pays.
+  if (arm === 'nl') await ctx.plugin({ name: 'bench-listener', apply: (c) => { c.on('session/event', () => {}) } })
   let sessions = 0
   return {
     ctx,
@@ -369,18 +371,19 @@ async function claims(pkg) {
   const rounds = QUICK ? 3 : 5
   const cycles = QUICK ? 100 : 300
   const hosts = {}
-  for (const arm of ['un', 'hg', 'pj']) hosts[arm] = await agentHost(arm, pkg)
+  for (const arm of ['un', 'hg', 'pj', 'nl']) hosts[arm] = await agentHost(arm, pkg)
   const results = []
   for (const size of [1, 10, 100]) {
     for (const bad of [false, true]) {
       const sets = batches(size, bad)
       const n = Math.max(20, Math.round(cycles * 10 / Math.sqrt(size)))
-      const per = { un: [], hg: [], pj: [] }
+      const per = { un: [], hg: [], pj: [], nl: [] }
+      // The no-op listener arm (a diagnostic) runs beside the clean batch of 1 only.
+      const arms = size === 1 && !bad ? ['un', 'hg', 'pj', 'nl'] : ['un', 'hg', 'pj']
       let kept
       for (let round = 0; round < rounds; round += 1) {
-        const arms = ['un', 'hg', 'pj']
-        for (let k = 0; k < 3; k += 1) {
-          const arm = arms[(round + k) % 3]
+        for (let k = 0; k < arms.length; k += 1) {
+          const arm = arms[(round + k) % arms.length]
           const handle = await hosts[arm].agent()
           const inbox = handle.agent.inbox
           const run = (count) => {
@@ -408,9 +411,10 @@ async function claims(pkg) {
         size, bad, kept,
         un: median(per.un), hg: median(per.hg), pj: median(per.pj),
         hgPerMessage: overPerMessage('hg'), pjPerMessage: overPerMessage('pj'),
+        ...(per.nl.length ? { nl: median(per.nl), nlPerMessage: overPerMessage('nl') } : {}),
       }
       results.push(r)
-      progress(`batch ${size}${bad ? ', 10% bad' : ', clean'}: per claim unguarded ${ns(r.un)}, harness-guard ${ns(r.hg)}, plain-JS ${ns(r.pj)}; added per message ${signedNs(r.hgPerMessage)} vs ${signedNs(r.pjPerMessage)}`)
+      progress(`batch ${size}${bad ? ', 10% bad' : ', clean'}: per claim unguarded ${ns(r.un)}, harness-guard ${ns(r.hg)}, plain-JS ${ns(r.pj)}; added per message ${signedNs(r.hgPerMessage)} vs ${signedNs(r.pjPerMessage)}${r.nl === undefined ? '' : `; a no-op session/event listener alone ${signedNs(r.nlPerMessage)}`}`)
     }
   }
   return results
@@ -741,6 +745,10 @@ for (const r of s2) {
   row('2', `claim, batch of ${r.size}, ${r.bad ? '10% bad' : 'clean'}: per claim (added per message)`, ns(r.un),
     `${ns(r.hg)} (${signedNs(r.hgPerMessage)})`, `${ns(r.pj)} (${signedNs(r.pjPerMessage)})`,
     `< 1 µs per message: ${signedNs(r.hgPerMessage)}`, r.hgPerMessage < 1000)
+  if (r.nl !== undefined) {
+    row('2', 'claim, batch of 1, clean, with no guard but one no-op session/event listener mounted by a plugin (diagnostic: the host\'s dispatch to any observer)', ns(r.un),
+      `${ns(r.nl)} (${signedNs(r.nlPerMessage)})`, '—', '—')
+  }
 }
 for (const n of [...new Set(s3.map((r) => r.n))]) {
   const u = s3.find((r) => r.n === n && r.arm === 'un')
@@ -765,10 +773,18 @@ row('3', `ending ${int(BURST)} queries that fall due at once, per query (unguard
 const flat = (b) => b < 1000
 for (const g of [s4q, s4c]) {
   const what = g.workload === 'queries' ? 'answered client queries' : 'claims (batches of 10, 1 bad), agents recycled'
-  const control = g.workload === 'claims' ? `${int(s4cu.heapSlope)} ± ${int(s4cu.heapSe)} B / 1,000 (${mib(s4cu.heapFirst)} → ${mib(s4cu.heapLast)})` : '—'
+  const claims = g.workload === 'claims'
+  const control = claims ? `${int(s4cu.heapSlope)} ± ${int(s4cu.heapSe)} B / 1,000 (${mib(s4cu.heapFirst)} → ${mib(s4cu.heapLast)})` : '—'
+  // The claims workload grows the host's own heap too (the unguarded run beside it):
+  // the guard's growth is the difference.
+  const own = claims ? g.heapSlope - s4cu.heapSlope : g.heapSlope
+  const ownSe = claims ? Math.hypot(g.heapSe, s4cu.heapSe) : g.heapSe
   row('4', `${int(g.ops)} ${what}: JS heap, second-half slope`, control,
     `${int(g.heapSlope)} ± ${int(g.heapSe)} B / 1,000 (${mib(g.heapFirst)} → ${mib(g.heapLast)})`, '—',
-    QUICK ? 'not judged (--quick: too short)' : 'no growth (< 1 B per op, i.e. < 1,000 B / 1,000)', QUICK ? undefined : flat(g.heapSlope))
+    QUICK ? 'not judged (--quick: too short)'
+      : claims ? `no growth beyond the unguarded run's (< 1,000 B / 1,000): ${int(own)} ± ${int(ownSe)}`
+        : 'no growth (< 1 B per op, i.e. < 1,000 B / 1,000)',
+    QUICK ? undefined : flat(own))
   row('4', `${int(g.ops)} ${g.workload}: wasm memory, second-half slope`, '—',
     `${int(g.wasmSlope)} B / 1,000 (${kib(g.wasmFirst)} → ${kib(g.wasmLast)})`, '—', QUICK ? 'not judged (--quick)' : 'no growth (0)', QUICK ? undefined : g.wasmSlope === 0)
 }
