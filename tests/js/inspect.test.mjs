@@ -200,6 +200,45 @@ describe('deadline', () => {
     assert.equal(activeTimeouts(), timers);
     assert.deepEqual(service.counts(), { ...EMPTY_COUNTS, deadline: 3 });
   });
+
+  const BURST = 300; // more than one expiry chunk (128)
+
+  it(`control: ${BURST} unanswered queries issued together are all still pending after the wait`, async (t) => {
+    const rig = await registryFor(t);
+    const tracked = Array.from({ length: BURST }, () => track(rig.query().promise));
+    await sleep(WAIT);
+    assert.ok(tracked.every((one) => one.status === 'pending'), 'nothing ends any of them');
+    assert.equal(rig.raw.pending.size, BURST);
+  });
+
+  it(`guarded: ${BURST} queries due together all end once, in chunks that let other work run between them`, async (t) => {
+    const rig = await registryFor(t);
+    const { service } = await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    const timers = activeTimeouts();
+    const queries = Array.from({ length: BURST }, () => rig.query());
+    const tracked = queries.map((q) => track(q.promise));
+    // Hold the loop until every deadline has passed: all of them are due at the first tick.
+    const due = performance.now() + DEADLINE + SLACK;
+    while (performance.now() < due) { /* busy */ }
+    // Work queued by the first rejection handler (a macrotask, as I/O would be).
+    const order = [];
+    for (const one of tracked) {
+      one.done.then(() => {
+        if (order.length === 0) setImmediate(() => order.push('other work'));
+        order.push(one.reason?.code);
+      });
+    }
+    await Promise.all(tracked.map((one) => one.done));
+    await flush();
+    const between = order.indexOf('other work');
+    assert.ok(between > 0 && between < BURST, `other work ran between the first and the last rejection (at ${between} of ${BURST})`);
+    assert.deepEqual(new Set(order.filter((code) => code !== 'other work')), new Set([CODES.deadline]));
+    assert.ok(tracked.every((one) => one.settlements === 1), 'each query settles once');
+    assert.ok(queries.every((q) => rig.resolvedCount(q.requestId) === 1), 'each request is resolved once in the registry');
+    assert.equal(rig.raw.pending.size, 0);
+    assert.equal(activeTimeouts(), timers);
+    assert.deepEqual(service.counts(), { ...EMPTY_COUNTS, deadline: BURST });
+  });
 });
 
 // ---------------------------------------------------------------------------
