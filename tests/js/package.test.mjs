@@ -22,6 +22,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSyn
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { HOST_DIR, HOST_ROWS, fakeModelClass, importFrom, makeConsumerProject, startLoader } from './support/loader-rig.mjs'
 
 const NAME = 'cordis-plugin-harness-guard'
@@ -342,6 +343,13 @@ describe('installed from the tarball into a fresh consumer project', () => {
     for (const [key, child] of Object.entries(Config.dict)) walk(child, key)
     assert.deepEqual(missing, [], 'fields without a description the settings UI could show')
     assert.deepEqual(Config({}), { inspect: { enabled: true, deadlineMs: 15000 }, inbox: { enabled: true, mode: 'repair', previewChars: 80 } })
+    // The schema's defaults are written out in JS (no wasm runs at import); they must be the ones Rust applies.
+    const { parseConfig } = await import(new URL('./harness_guard.js', pathToFileURL(join(project, 'node_modules', NAME, 'index.js'))).href)
+    const rust = parseConfig(undefined)
+    assert.deepEqual(Config({}), {
+      inspect: { enabled: rust.inspect.enabled, deadlineMs: rust.inspect.deadlineMs },
+      inbox: { enabled: rust.inbox.enabled, mode: rust.inbox.mode, previewChars: rust.inbox.previewChars },
+    }, 'the schema defaults are the Rust defaults')
   })
 
   test('TypeScript: a strict consumer of both entry points type-checks against the shipped .d.ts (pinned typescript)', async () => {
