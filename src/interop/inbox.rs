@@ -131,6 +131,11 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
     }
 }
 
+/// The handles of collected inboxes are dropped once a guard's list has doubled
+/// since the last pruning and holds more than twice this many: a few dead
+/// handles at most, and pruning stays amortised O(1) per wrapped inbox.
+const PRUNE_FLOOR: usize = 8;
+
 /// Wrap `inbox.claim` if no harness-guard wrapper is there yet.
 fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
     if !inbox.is_object() {
@@ -149,7 +154,7 @@ fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
     let dead = rt.inbox(|state| {
         let g = state.guards.get_mut(&guard)?;
         g.patches.push(patch);
-        if g.patches.len() <= 2 * g.pruned_at.max(32) {
+        if g.patches.len() <= 2 * g.pruned_at.max(PRUNE_FLOOR) {
             return None;
         }
         let (live, dead): (Vec<_>, Vec<_>) = std::mem::take(&mut g.patches)
