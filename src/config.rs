@@ -554,4 +554,16 @@ mod tests {
         ));
         assert!(parse_inspect_options(&obj(&[("bogus", Raw::Bool(true))])).is_err());
     }
+
+    #[test]
+    fn every_mode_parses_from_its_spelling_and_spells_back() {
+        for mode in [Mode::Repair, Mode::Quarantine, Mode::Report] {
+            let raw = obj(&[("inbox", obj(&[("mode", Raw::Str(mode.as_str().into()))]))]);
+            assert_eq!(parse(&raw).unwrap().inbox.mode, mode, "{}", mode.as_str());
+        }
+        assert_eq!(
+            [Mode::Repair, Mode::Quarantine, Mode::Report].map(Mode::as_str),
+            ["repair", "quarantine", "report"]
+        );
+    }
 }

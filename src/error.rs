@@ -261,4 +261,17 @@ mod tests {
         assert!(s.starts_with("invalid harness-guard config: inspect.deadlineMs is 0"));
         assert!(!s.ends_with('.'));
     }
+
+    #[test]
+    fn a_refusal_reports_its_reason() {
+        let page = Refusal::Page {
+            reason: "provider-error".into(),
+            message: "m".into(),
+        };
+        assert_eq!(page.reason(), "provider-error");
+        assert_eq!(
+            Refusal::InvalidOutput { detail: None }.reason(),
+            "invalid-output"
+        );
+    }
 }

@@ -401,7 +401,8 @@ impl Flights {
         })
     }
 
-    /// Rebuild the heap once stale entries outnumber the live flights.
+    /// Rebuild the heap once it holds more than 64 entries and more than four per
+    /// live flight: stale entries stay bounded, and compaction is amortised O(1).
     fn compact(&mut self) {
         if self.heap.len() > 64 && self.heap.len() > 4 * self.live {
             let table = &self.table;
@@ -671,5 +672,138 @@ mod tests {
         f.land(s);
         let s = f.begin(query(1, 1, 0), -5.0);
         assert_eq!(f.expire(0.0), vec![(s, Ending::Deadline)]);
+    }
+
+    #[test]
+    fn a_reused_slot_gets_a_new_generation_each_time_and_every_key_round_trips() {
+        let mut f = Flights::new();
+        let _other = f.begin(query(1, 10, 5), 0.0);
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let k = f.begin(query(1, 10, 5), 0.0);
+            assert_eq!(k.slot, 1, "the freed slot is reused");
+            assert_eq!(
+                FlightKey::from_f64(k.to_f64()),
+                Some(k),
+                "{k:?} round-trips"
+            );
+            assert!(!seen.contains(&k), "{k:?} names a new flight");
+            seen.push(k);
+            f.land(k);
+        }
+    }
+
+    #[test]
+    fn generations_stop_below_2_pow_20() {
+        let largest = f64::from(GENERATION_MASK) * 4_294_967_296.0 + 7.0;
+        assert_eq!(
+            FlightKey::from_f64(largest),
+            Some(FlightKey {
+                slot: 7,
+                generation: GENERATION_MASK
+            })
+        );
+        assert_eq!(
+            FlightKey::from_f64(f64::from(1u32 << 20) * 4_294_967_296.0),
+            None
+        );
+        let mut f = Flights::new();
+        f.generations.push(GENERATION_MASK);
+        assert_eq!(f.bump(0), 0, "the generation wraps to 0");
+    }
+
+    #[test]
+    fn len_counts_the_flights_in_the_table() {
+        let mut f = Flights::new();
+        assert!(f.is_empty());
+        let a = f.begin(query(1, 10, 5), 0.0);
+        let b = f.begin(query(1, 10, 5), 0.0);
+        assert_eq!((f.len(), f.is_empty()), (2, false));
+        f.land(a);
+        assert_eq!(f.len(), 1);
+        f.land(b);
+        assert_eq!((f.len(), f.is_empty()), (0, true));
+    }
+
+    #[test]
+    fn a_request_id_names_its_waiting_flight_only() {
+        let mut f = Flights::new();
+        let a = f.begin(query(7, 100, 5), 0.0);
+        f.announce(a, "r1".into(), Some("agent".into()));
+        let (key, q) = f.by_request("r1").map(|(k, q)| (k, *q)).unwrap();
+        assert_eq!((key, q), (a, query(7, 100, 5)));
+        assert!(f.by_request("r2").is_none());
+        // Ended by the guard but not landed yet: no longer waiting.
+        assert_eq!(
+            f.refuse("r1", Some("agent"), page("x"), 0.0),
+            RefusalEffect::First
+        );
+        assert_eq!(f.expire(5.0), vec![(a, Ending::Refused(page("x")))]);
+        assert!(f.by_request("r1").is_none());
+        // Landed, and its slot reused by a flight never announced.
+        f.land(a);
+        let b = f.begin(query(7, 100, 5), 0.0);
+        assert_eq!(b.slot, a.slot);
+        assert!(
+            f.by_request("r1").is_none(),
+            "the old id does not name the new flight"
+        );
+    }
+
+    #[test]
+    fn endings_name_their_kind() {
+        assert_eq!(Ending::Deadline.kind(), "deadline");
+        assert_eq!(Ending::Refused(page("x")).kind(), "refused");
+        assert_eq!(Ending::Disposed.kind(), "disposed");
+    }
+
+    #[test]
+    fn stale_entries_under_a_waiting_flight_are_compacted() {
+        // One flight due first stays on top of the heap, so peeking never drops
+        // the stale entries that landed flights leave beneath it.
+        let mut f = Flights::new();
+        let first = f.begin(query(1, 10, 5), 0.0);
+        for _ in 0..10_000 {
+            let s = f.begin(query(1, 15_000, 5), 0.0);
+            f.land(s);
+            assert_eq!(f.next_due(), Some(10.0));
+        }
+        assert!(f.heap_len() <= 65, "heap keeps {} entries", f.heap_len());
+        assert_eq!(f.expire(10.0), vec![(first, Ending::Deadline)]);
+    }
+
+    #[test]
+    fn compaction_waits_until_stale_entries_dominate() {
+        // Amortised O(1): no rebuild while the heap holds at most 64 entries, or
+        // at most four per live flight.
+        let churn = |f: &mut Flights, n: usize| {
+            for _ in 0..n {
+                let s = f.begin(query(1, 15_000, 5), 0.0);
+                f.land(s);
+            }
+        };
+        let mut f = Flights::new();
+        let _first = f.begin(query(1, 10, 5), 0.0);
+        churn(&mut f, 63);
+        assert_eq!(f.heap_len(), 64, "no rebuild at 64 entries");
+        churn(&mut f, 1);
+        assert_eq!(
+            f.heap_len(),
+            1,
+            "rebuilt past 64: only the live flight stays"
+        );
+
+        let mut f = Flights::new();
+        for _ in 0..100 {
+            f.begin(query(1, 10, 5), 0.0);
+        }
+        churn(&mut f, 300);
+        assert_eq!(
+            f.heap_len(),
+            400,
+            "no rebuild at four entries per live flight"
+        );
+        churn(&mut f, 1);
+        assert_eq!(f.heap_len(), 100, "rebuilt past four per live flight");
     }
 }

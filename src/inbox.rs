@@ -479,4 +479,76 @@ mod tests {
         assert_eq!(preview("😀😀😀", false, 1), "😀…");
         assert_eq!(preview("", false, 1), "");
     }
+
+    #[test]
+    fn every_shape_code_decodes_to_its_own_variant() {
+        let types = [
+            (0, Probe::String, "string"),
+            (1, Probe::Number { finite: true }, "number"),
+            (2, Probe::Number { finite: false }, "number"),
+            (3, Probe::Boolean, "boolean"),
+            (4, Probe::BigInt, "bigint"),
+            (5, Probe::Null, "null"),
+            (6, Probe::Undefined, "undefined"),
+            (7, Probe::Symbol, "symbol"),
+            (8, Probe::Function, "function"),
+            (9, Probe::Array, "array"),
+            (11, Probe::Unreadable, "object"),
+            (15, Probe::Unreadable, "object"),
+        ];
+        for (code, probe, kind) in types {
+            assert_eq!(Probe::from_code(code), probe, "type code {code}");
+            assert_eq!(probe.kind(), kind, "type code {code}");
+        }
+        let str_field = |empty, expected| Field::Str { empty, expected };
+        let fields = [
+            (0, Field::Missing),
+            (1, str_field(true, false)),
+            (2, str_field(false, false)),
+            (3, str_field(false, true)),
+            (4, Field::Array),
+            (
+                5,
+                Field::Object {
+                    kind_is_string: true,
+                },
+            ),
+            (
+                6,
+                Field::Object {
+                    kind_is_string: false,
+                },
+            ),
+            (7, Field::Other),
+            (8, Field::Unreadable),
+            (15, Field::Unreadable),
+        ];
+        for (code, field) in fields {
+            assert_eq!(Field::from_code(code), field, "field code {code}");
+            // Each field position reads its own four bits.
+            let only = |at: u32| Probe::from_code(10 | code << at);
+            let Probe::Object {
+                id,
+                role,
+                content,
+                source,
+            } = only(4)
+            else {
+                panic!("object code")
+            };
+            assert_eq!(
+                (id, role, content, source),
+                (
+                    field.clone(),
+                    Field::Missing,
+                    Field::Missing,
+                    Field::Missing
+                )
+            );
+            let Probe::Object { source, .. } = only(16) else {
+                panic!("object code")
+            };
+            assert_eq!(source, field);
+        }
+    }
 }

@@ -353,4 +353,21 @@ mod tests {
             }
         );
     }
+
+    #[test]
+    fn inbox_counts_cross_as_named_numbers() {
+        let counts = InboxCounts {
+            repaired: 3,
+            quarantined: 2,
+            observed: 1,
+        };
+        assert_eq!(
+            counts.fields(),
+            vec![
+                ("repaired", Value::Num(3.0)),
+                ("quarantined", Value::Num(2.0)),
+                ("observed", Value::Num(1.0)),
+            ]
+        );
+    }
 }
