@@ -23,24 +23,25 @@ import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import {
+  activeTimeouts,
+  BARE,
+  fakeModelClass,
   FiberState,
   HOST_DIR,
-  activeTimeouts,
+  HOST_ROWS,
+  ID,
   importFrom,
   installedManifest,
   isClean,
   listenersOf,
   makeConsumerProject,
+  NAME,
+  ORIGINAL,
+  PATCHED,
   servicesOf,
   startLoader,
-  HOST_ROWS, fakeModelClass,
 } from './support/loader-rig.mjs'
 
-const NAME = 'cordis-plugin-harness-guard'
-const ID = 'harness-guard'
-const PATCHED = Symbol.for('harness-guard.patched')
-const ORIGINAL = Symbol.for('cordis.original')
-const BARE = 'a bare string from a plugin'
 const MANIFEST = [{
   id: 'Theme',
   description: 'Design tokens of the page theme',

@@ -16,26 +16,29 @@ import assert from 'node:assert/strict'
 import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import {
+  activeTimeouts,
+  AGENT_ROWS,
+  BARE,
+  bootProfile,
+  fakeModelClass,
   FiberState,
   HOST_DIR,
-  activeTimeouts,
-  bootProfile,
+  HOST_ROWS,
+  ID,
   importFrom,
   installedManifest,
   isClean,
   listenersOf,
   makeConsumerProject,
+  NAME,
+  ORIGINAL,
+  PATCHED,
   recordUnhandledRejections,
+  RUNNER_ROW,
   startLoader,
-  AGENT_ROWS, HOST_ROWS, RUNNER_ROW, fakeModelClass,
 } from './support/loader-rig.mjs'
 
-const NAME = 'cordis-plugin-harness-guard'
-const ID = 'harness-guard'
 const ROW = Object.freeze({ id: ID, name: NAME })
-const PATCHED = Symbol.for('harness-guard.patched')
-const ORIGINAL = Symbol.for('cordis.original')
-const BARE = 'a bare string from a plugin'
 const MANIFEST = [{
   id: 'Theme',
   description: 'Design tokens of the page theme',

@@ -23,9 +23,8 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { HOST_DIR, HOST_ROWS, fakeModelClass, importFrom, makeConsumerProject, startLoader } from './support/loader-rig.mjs'
+import { fakeModelClass, HOST_DIR, HOST_ROWS, importFrom, makeConsumerProject, NAME, startLoader } from './support/loader-rig.mjs'
 
-const NAME = 'cordis-plugin-harness-guard'
 const REPO = resolve(HOST_DIR, '..', '..')
 const DIST = join(REPO, 'dist')
 

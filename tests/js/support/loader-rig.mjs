@@ -13,6 +13,14 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
+/** The package under test, its plugin row id, and the markers it writes and reads. */
+export const NAME = 'cordis-plugin-harness-guard'
+export const ID = 'harness-guard'
+export const PATCHED = Symbol.for('harness-guard.patched')
+export const ORIGINAL = Symbol.for('cordis.original')
+/** What a plugin passes to `agent.followup` in the poisoned-inbox scenarios. */
+export const BARE = 'a bare string from a plugin'
+
 /** The pinned host project (the directory holding tests/js/package.json). */
 export const HOST_DIR = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
 
@@ -316,7 +324,7 @@ export async function bootProfile({
   home,
   cwd = HOST_DIR,
   profile = 'rig',
-  bundles = ['cordis-plugin-harness-guard'],
+  bundles = [NAME],
   userPatch = [],
   homePatch,
   bareModuleBaseUrl,
