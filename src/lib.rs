@@ -17,10 +17,12 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 pub mod config;
+pub mod echo;
 pub mod error;
 pub mod flights;
 pub mod inbox;
 pub mod ledger;
+pub mod throttle;
 
 #[cfg(target_arch = "wasm32")]
 mod interop;
