@@ -18,9 +18,9 @@ WASM := target/wasm32-unknown-unknown/release/harness_guard.wasm
 VERSION := $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' pkg-template/package.json)
 TARBALL := dist/cordis-plugin-harness-guard-$(VERSION).tgz
 INSTALLED := $(RIG)/node_modules/cordis-plugin-harness-guard/package.json
-SOURCES := Cargo.toml Cargo.lock $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md LICENSE
+SOURCES := Cargo.toml Cargo.lock $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE
 
-.PHONY: pkg pack demo test bench tools rig lint test-rust test-wasm test-js clean .wasm-target
+.PHONY: pkg pack demo test bench tools rig lint test-rust test-wasm test-js test-readme readme-record clean .wasm-target
 
 tools: $(WASM_BINDGEN) .wasm-target
 
@@ -47,7 +47,7 @@ pkg/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
 	  --remove-name-section --remove-producers-section
 	cp js-shim/*.js pkg/
 	cp pkg-template/* pkg/
-	cp README.md README.zh.md LICENSE pkg/
+	cp README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE pkg/
 	@echo "== pkg/ ready: $$(wc -c < pkg/harness_guard_bg.wasm) bytes of wasm"
 
 pack: $(TARBALL)
@@ -84,7 +84,16 @@ test-js: $(INSTALLED)
 	@echo "== inspect tests again on the machine's Node, $$(node --version)"
 	cd $(RIG) && node --test inspect.test.mjs
 
-test: lint test-rust test-wasm test-js
+# The README pair (README.md, README.zh.md) against its record README.i18n.yaml and
+# each other: plain Node, nothing built. Also part of test-js's *.test.mjs.
+test-readme:
+	cd $(RIG) && node --test readme.test.mjs
+
+# After bringing both READMEs to say the same: record their git blob hashes.
+readme-record:
+	node $(RIG)/readme-record.mjs
+
+test: test-readme lint test-rust test-wasm test-js
 
 bench: $(INSTALLED)
 	$(NODE) --expose-gc $(RIG)/bench/bench.mjs

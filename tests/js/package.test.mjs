@@ -1,6 +1,8 @@
 // The package users install: the packed tarball (`make pack`), not the source tree.
 //
 // - what the tarball holds, and nothing else (no sources, tests or build caches);
+// - the README pair as recorded consistent (README.i18n.yaml names the shipped
+//   READMEs' blob hashes) and a CHANGELOG.md entry for the version;
 // - the shape of its package.json (`type`, `exports` with `types`, `files`,
 //   `engines`, `license`, peers for cordis and the harness packages, the
 //   `dsh.bundle.patch` pointing at the shipped one-row `cordis.patch.yml`);
@@ -23,6 +25,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { blobHash, parseRecord } from './support/readme-pair.mjs'
 import { fakeModelClass, HOST_DIR, HOST_ROWS, importFrom, makeConsumerProject, NAME, startLoader } from './support/loader-rig.mjs'
 
 const REPO = resolve(HOST_DIR, '..', '..')
@@ -38,7 +41,7 @@ const HARNESS_PEERS = ['@deepseek-ai/dsh-cordis-host-runner', '@deepseek-ai/dsh-
 const REQUIRED = [
   'package.json', 'index.js', 'index.d.ts', 'guard.js', 'guard.d.ts', 'install.js',
   'harness_guard.js', 'harness_guard.d.ts', 'harness_guard_bg.wasm', 'cordis.patch.yml',
-  'README.md', 'README.zh.md', 'LICENSE',
+  'README.md', 'README.zh.md', 'README.i18n.yaml', 'CHANGELOG.md', 'LICENSE',
 ]
 /** What it may hold besides: the wasm's own declarations and wasm-bindgen's inline JS snippets. */
 const ALLOWED = [/^harness_guard_bg\.wasm\.d\.ts$/, /^snippets\/[\w.-]+\/[\w./-]+\.js$/]
@@ -227,6 +230,15 @@ describe('the tarball', () => {
   test('package.json: license, with the LICENSE text shipped', () => {
     assert.equal(manifest.license, 'MIT')
     assert.match(readEntry(tarball, 'LICENSE').toString('utf8'), /MIT License|Permission is hereby granted/)
+  })
+
+  test('the README pair ships with its consistency record, and the changelog for this version', () => {
+    const record = parseRecord(readEntry(tarball, 'README.i18n.yaml').toString('utf8'))
+    for (const side of ['README.md', 'README.zh.md']) {
+      assert.equal(record[side], blobHash(readEntry(tarball, side)), `the shipped README.i18n.yaml records the shipped ${side}`)
+    }
+    const changelog = readEntry(tarball, 'CHANGELOG.md').toString('utf8')
+    assert.match(changelog, new RegExp(`^## \\[${manifest.version.replaceAll('.', '\\.')}\\] - \\d{4}-\\d{2}-\\d{2}$`, 'm'), `CHANGELOG.md has an entry for ${manifest.version}`)
   })
 
   test('package.json: engines.node admits the Node versions the tests run on, and no older major', () => {
