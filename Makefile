@@ -20,7 +20,7 @@ TARBALL := dist/cordis-plugin-harness-guard-$(VERSION).tgz
 INSTALLED := $(RIG)/node_modules/cordis-plugin-harness-guard/package.json
 SOURCES := Cargo.toml Cargo.lock $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE
 
-.PHONY: pkg pack demo test bench tools rig lint test-rust test-wasm test-js test-readme readme-record clean .wasm-target
+.PHONY: pkg pkg-faults pack demo test bench tools rig lint test-rust test-wasm test-js test-readme readme-record clean .wasm-target
 
 tools: $(WASM_BINDGEN) .wasm-target
 
@@ -38,17 +38,35 @@ $(RIG_STAMP): $(RIG)/package.json $(RIG)/package-lock.json
 	cd $(RIG) && npm ci --no-audit --no-fund
 	@touch $@
 
+# $(call package,DIR,WASM): wasm-bindgen's glue for WASM, the shim and the template, into DIR.
+define package
+	rm -rf $(1) && mkdir -p $(1)
+	$(WASM_BINDGEN) $(2) --target experimental-nodejs-module --out-dir $(1) --out-name harness_guard \
+	  --remove-name-section --remove-producers-section
+	cp js-shim/*.js $(1)/
+	cp pkg-template/* $(1)/
+	cp README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE $(1)/
+endef
+
 pkg: pkg/package.json
 pkg/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
 	@echo "== building the release wasm"
 	cargo build --release --target wasm32-unknown-unknown
-	rm -rf pkg && mkdir -p pkg
-	$(WASM_BINDGEN) $(WASM) --target experimental-nodejs-module --out-dir pkg --out-name harness_guard \
-	  --remove-name-section --remove-producers-section
-	cp js-shim/*.js pkg/
-	cp pkg-template/* pkg/
-	cp README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE pkg/
+	$(call package,pkg,$(WASM))
 	@echo "== pkg/ ready: $$(wc -c < pkg/harness_guard_bg.wasm) bytes of wasm"
+
+# The same package with `injectFault(point)` (cargo feature fault-injection), for
+# the fail-open tests only; built in a target directory of its own, never packed.
+FAULTS_WASM := target/faults/wasm32-unknown-unknown/release/harness_guard.wasm
+FAULTS_INSTALLED := $(RIG)/node_modules/harness-guard-faults/package.json
+pkg-faults: pkg-faults/package.json
+pkg-faults/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
+	@echo "== building the fault-injection wasm"
+	cargo build --release --target wasm32-unknown-unknown --features fault-injection --target-dir target/faults
+	$(call package,pkg-faults,$(FAULTS_WASM))
+$(FAULTS_INSTALLED): pkg-faults/package.json $(RIG_STAMP)
+	rm -rf $(RIG)/node_modules/harness-guard-faults
+	cp -r pkg-faults $(RIG)/node_modules/harness-guard-faults
 
 pack: $(TARBALL)
 $(TARBALL): pkg/package.json
@@ -78,7 +96,7 @@ test-wasm: tools $(RIG_STAMP)
 	PATH="$(dir $(NODE)):$$PATH" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=$(TEST_RUNNER) \
 	  cargo test --target wasm32-unknown-unknown --test node
 
-test-js: $(INSTALLED)
+test-js: $(INSTALLED) $(FAULTS_INSTALLED)
 	@echo "== Node tests on $$($(NODE) --version) against the real host packages"
 	cd $(RIG) && $(NODE) --test --test-concurrency=1 *.test.mjs
 	@echo "== inspect tests again on the machine's Node, $$(node --version)"
@@ -100,4 +118,4 @@ bench: $(INSTALLED)
 	$(NODE) $(RIG)/bench/readme-table.mjs
 
 clean:
-	rm -rf target pkg dist $(RIG)/node_modules
+	rm -rf target pkg pkg-faults dist $(RIG)/node_modules

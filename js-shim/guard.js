@@ -1,23 +1,10 @@
 // Programmatic entry point: the inspect guard on any registry, without a plugin row.
-import { InspectLedger, originalOf } from './harness_guard.js'
-import { installInspect, once } from './install.js'
+import * as wasm from './harness_guard.js'
+import { guarded, host } from './host.js'
 
-export { originalOf }
+export const originalOf = wasm.originalOf
 
-/**
- * Guard `registry` (the raw `CordisInspectRegistryService` or any cordis read of it).
- * Returns `dispose()`, which restores the previous methods by marker.
- */
+/** Guard `registry` (raw, or any cordis read of it); returns `dispose()`. */
 export function installInspectClientGuard(registry, options = {}) {
-  const raw = originalOf(registry)
-  const ledger = new InspectLedger()
-  const dispose = installInspect(raw, options, ledger, {
-    on: (event, listener) => raw.ctx.on(event, listener),
-    warn: (text) => process.emitWarning(`harness-guard: ${text}`, { code: 'HARNESS_GUARD' }),
-    onReport: options?.onReport,
-  })
-  return once(() => {
-    dispose()
-    ledger.free()
-  })
+  return guarded('apply', () => wasm.installInspectClientGuard(registry, options, host))
 }

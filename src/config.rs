@@ -5,6 +5,9 @@
 //! fractions, `NaN`, strings where numbers belong and values outside a range are
 //! all refused with the field's dotted path, the value and the allowed range.
 
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
 use crate::error::Error;
 
 /// The largest delay Node's `setTimeout` honours; larger ones fire after 1 ms.
@@ -110,8 +113,87 @@ pub fn render_number(n: f64) -> String {
     format!("{sign}{whole}.{trimmed}")
 }
 
+/// How deep a config tree is read; anything deeper is "an object" (the schema is two levels).
+const MAX_DEPTH: u8 = 4;
+
+/// Reads any self-describing value (serde-wasm-bindgen hands over what
+/// JavaScript passed) into a [`Raw`] tree, so that every value, however wrong,
+/// reaches [`parse`] and is refused there with its field's name.
+impl<'de> Deserialize<'de> for Raw {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        RawSeed(0).deserialize(deserializer)
+    }
+}
+
+/// A [`Raw`] at a given depth.
+struct RawSeed(u8);
+
+impl<'de> DeserializeSeed<'de> for RawSeed {
+    type Value = Raw;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Raw, D::Error> {
+        deserializer.deserialize_any(RawVisitor(self.0))
+    }
+}
+
+struct RawVisitor(u8);
+
+impl<'de> Visitor<'de> for RawVisitor {
+    type Value = Raw;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Raw, E> {
+        Ok(Raw::Absent)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Raw, E> {
+        Ok(Raw::Absent)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Raw, E> {
+        Ok(Raw::Bool(v))
+    }
+    // Integers reach here as JavaScript numbers (safe integers) or bigints; both
+    // read as the number they hold.
+    #[allow(clippy::cast_precision_loss)]
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Raw, E> {
+        Ok(Raw::Number(v as f64))
+    }
+    #[allow(clippy::cast_precision_loss)]
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Raw, E> {
+        Ok(Raw::Number(v as f64))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Raw, E> {
+        Ok(Raw::Number(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Raw, E> {
+        Ok(Raw::Str(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Raw, E> {
+        Ok(Raw::Str(v))
+    }
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Raw, E> {
+        Ok(Raw::Other("bytes".into()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Raw, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Raw::Other("array".into()))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Raw, A::Error> {
+        if self.0 > MAX_DEPTH {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            return Ok(Raw::Other("object".into()));
+        }
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            entries.push((key, map.next_value_seed(RawSeed(self.0 + 1))?));
+        }
+        Ok(Raw::Object(entries))
+    }
+}
+
 /// How the inbox guard treats an entry that is not a usable message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Scalars become user messages; anything else is dropped.
     Repair,
@@ -133,7 +215,8 @@ impl Mode {
 }
 
 /// The inspect half's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InspectConfig {
     /// Whether the inspect half is installed.
     pub enabled: bool,
@@ -166,7 +249,8 @@ impl Default for InspectConfig {
 }
 
 /// The inbox half's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InboxConfig {
     /// Whether the inbox half is installed.
     pub enabled: bool,
@@ -186,8 +270,8 @@ impl Default for InboxConfig {
     }
 }
 
-/// The whole plugin config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The whole plugin config; serialized, it is the normalized config with every default filled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct Config {
     /// The inspect half.
     pub inspect: InspectConfig,
@@ -361,6 +445,51 @@ fn integer(field: &str, raw: Raw, min: u32, max: u32, default: u32) -> Result<u3
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn from_json(text: &str) -> Raw {
+        serde_json::from_str::<Raw>(text).unwrap_or(Raw::Other("unparsed".into()))
+    }
+
+    #[test]
+    fn any_value_deserializes_into_a_raw_tree() {
+        assert_eq!(from_json("null"), Raw::Absent);
+        assert_eq!(from_json("true"), Raw::Bool(true));
+        assert_eq!(from_json("-3"), Raw::Number(-3.0));
+        assert_eq!(from_json("1.5"), Raw::Number(1.5));
+        assert_eq!(from_json(r#""x""#), Raw::Str("x".into()));
+        assert_eq!(from_json("[1, {}]"), Raw::Other("array".into()));
+        assert_eq!(
+            from_json(r#"{"inspect":{"deadlineMs":5},"b":null}"#),
+            Raw::Object(vec![
+                (
+                    "inspect".into(),
+                    Raw::Object(vec![("deadlineMs".into(), Raw::Number(5.0))])
+                ),
+                ("b".into(), Raw::Absent),
+            ])
+        );
+        let deep = r#"{"a":{"b":{"c":{"d":{"e":{"f":1}}}}}}"#;
+        let Raw::Object(a) = from_json(deep) else {
+            return assert!(false, "an object");
+        };
+        let mut level = &a;
+        for _ in 0..4 {
+            let Some((_, Raw::Object(next))) = level.first() else {
+                return assert!(false, "nested objects down to the depth limit");
+            };
+            level = next;
+        }
+        assert_eq!(level.first().map(|e| &e.1), Some(&Raw::Other("object".into())));
+    }
+
+    #[test]
+    fn a_parsed_config_serializes_normalized() {
+        let config = parse(&from_json(r#"{"inspect":{"deadlineMs":500}}"#));
+        assert_eq!(
+            config.map(|c| serde_json::to_string(&c).unwrap_or_default()),
+            Ok(r#"{"inspect":{"enabled":true,"deadlineMs":500,"refusalGraceMs":500},"inbox":{"enabled":true,"mode":"repair","previewChars":80}}"#.to_owned())
+        );
+    }
 
     fn obj(entries: &[(&str, Raw)]) -> Raw {
         Raw::Object(

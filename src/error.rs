@@ -73,6 +73,19 @@ pub enum Error {
         /// The method asked.
         method: String,
     },
+    /// The guard stood down after a fault of its own while the query waited.
+    GuardFailed,
+    /// The guard stood down after a fault of its own earlier in this process.
+    StoodDown,
+    /// An input to the guard's host inspect provider is outside what it allows.
+    InvalidInput {
+        /// The input field, e.g. `limit`.
+        field: &'static str,
+        /// The offending value, rendered for people.
+        value: String,
+        /// What the field allows.
+        expected: &'static str,
+    },
 }
 
 impl Error {
@@ -84,6 +97,9 @@ impl Error {
             Error::InspectDeadline { .. } => "INSPECT_CLIENT_DEADLINE",
             Error::InspectRefused { .. } => "INSPECT_CLIENT_REFUSED",
             Error::GuardDisposed { .. } => "INSPECT_CLIENT_GUARD_DISPOSED",
+            Error::GuardFailed => "INSPECT_CLIENT_GUARD_FAILED",
+            Error::StoodDown => "HARNESS_GUARD_FAILED",
+            Error::InvalidInput { .. } => "HARNESS_GUARD_INVALID_INPUT",
         }
     }
 }
@@ -150,6 +166,23 @@ impl fmt::Display for Error {
                 f,
                 "Client inspect query {provider}.{method} was abandoned because harness-guard was stopped while it \
                  waited for a page. {INSTEAD}"
+            ),
+            Error::GuardFailed => write!(
+                f,
+                "Client inspect query abandoned: harness-guard stood down after an internal fault while the query \
+                 waited for a page, and cancelled it. Later queries run without the guard. {INSTEAD}"
+            ),
+            Error::StoodDown => f.write_str(
+                "harness-guard stood down after an internal fault earlier in this process and is not mounted again \
+                 (its WebAssembly instance is not trusted after a fault); restart the process to guard again",
+            ),
+            Error::InvalidInput {
+                field,
+                value,
+                expected,
+            } => write!(
+                f,
+                "HarnessGuard rejected input: {field} is {value}, expected {expected}"
             ),
         }
     }

@@ -74,6 +74,13 @@ fn micros(at: Millis) -> Micros {
 /// rounds delays to whole milliseconds.
 const EARLY_MS: Millis = 1.0;
 
+/// Whether the guard takes a client query: only one that carries a live
+/// `AbortSignal` can be ended through the registry's own abort path, and one
+/// already aborted is the registry's to refuse at once.
+pub const fn admits(is_signal: bool, aborted: bool) -> bool {
+    is_signal && !aborted
+}
+
 /// How a flight ended, when the guard (not the registry) ended it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
@@ -126,6 +133,8 @@ pub struct Landed {
     pub query: Query,
     /// The registry's request id, once it was announced.
     pub request_id: Option<String>,
+    /// The asking agent (session), once it was announced.
+    pub agent_id: Option<String>,
     /// `Some` when the guard ended the flight; `None` when the registry settled it.
     pub ending: Option<Ending>,
 }
@@ -249,6 +258,14 @@ impl Flights {
             }),
             _ => None,
         }
+    }
+
+    /// The asking agent of a flight in the table, once announced.
+    pub fn agent_of(&self, key: FlightKey) -> Option<&str> {
+        let flight = self.table.get(key.slot as usize)?.as_ref()?;
+        (flight.generation == key.generation)
+            .then_some(flight.agent_id.as_deref())
+            .flatten()
     }
 
     /// Record the registry's request id and asking agent for a flight.
@@ -397,6 +414,7 @@ impl Flights {
         Some(Landed {
             query: flight.query,
             request_id: flight.request_id,
+            agent_id: flight.agent_id,
             ending: flight.ending,
         })
     }

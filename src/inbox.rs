@@ -4,7 +4,134 @@
 //! that throws or a revoked Proxy reads as [`Field::Unreadable`]); everything
 //! after that is decided here, on plain types.
 
+use serde::Serialize;
+
 use crate::config::Mode;
+
+/// The numbers of the boundary's shape codes. The JavaScript reader gets them
+/// (with the field names) from [`SHAPE_LAYOUT`], so the two cannot drift.
+pub mod code {
+    /// Field codes (4 bits each).
+    pub const MISSING: u32 = 0;
+    /// An empty string.
+    pub const EMPTY_STRING: u32 = 1;
+    /// A non-empty string other than the expected literal.
+    pub const STRING: u32 = 2;
+    /// The expected literal (`"user"` for `role`).
+    pub const EXPECTED: u32 = 3;
+    /// An array.
+    pub const ARRAY: u32 = 4;
+    /// An object whose `kind` is a string.
+    pub const OBJECT_KIND_STRING: u32 = 5;
+    /// Any other object.
+    pub const OBJECT: u32 = 6;
+    /// Any other value.
+    pub const OTHER: u32 = 7;
+    /// Reading it threw.
+    pub const UNREADABLE: u32 = 8;
+    /// Type codes (the low 4 bits).
+    pub const T_STRING: u32 = 0;
+    /// A finite number.
+    pub const T_FINITE: u32 = 1;
+    /// `NaN` or an infinity.
+    pub const T_NON_FINITE: u32 = 2;
+    /// A boolean.
+    pub const T_BOOLEAN: u32 = 3;
+    /// A bigint.
+    pub const T_BIGINT: u32 = 4;
+    /// `null`.
+    pub const T_NULL: u32 = 5;
+    /// `undefined`.
+    pub const T_UNDEFINED: u32 = 6;
+    /// A symbol.
+    pub const T_SYMBOL: u32 = 7;
+    /// A function.
+    pub const T_FUNCTION: u32 = 8;
+    /// An array.
+    pub const T_ARRAY: u32 = 9;
+    /// An object, with its field codes.
+    pub const T_OBJECT: u32 = 10;
+    /// A value whose type could not be read.
+    pub const T_UNREADABLE: u32 = 11;
+    /// Where each message field's code starts, in [`super::MESSAGE_FIELDS`] order.
+    pub const SHIFTS: [u32; 4] = [4, 8, 12, 16];
+}
+
+/// The fields a usable message is judged by, in shape-code order.
+pub const MESSAGE_FIELDS: [&str; 4] = ["id", "role", "content", "source"];
+/// The `role` a usable message has.
+pub const USER_ROLE: &str = "user";
+/// The key of `source` that must hold a string.
+pub const SOURCE_KIND_KEY: &str = "kind";
+
+/// The shape-code layout, as the JavaScript reader receives it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShapeLayout {
+    fields: [&'static str; 4],
+    shifts: [u32; 4],
+    role: &'static str,
+    kind_key: &'static str,
+    missing: u32,
+    empty_string: u32,
+    string: u32,
+    expected: u32,
+    array: u32,
+    object_kind_string: u32,
+    object: u32,
+    other: u32,
+    unreadable: u32,
+    types: TypeCodes,
+}
+
+/// Type codes by `typeof` name (and the few names `typeof` does not tell apart).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TypeCodes {
+    string: u32,
+    finite: u32,
+    non_finite: u32,
+    boolean: u32,
+    bigint: u32,
+    null: u32,
+    undefined: u32,
+    symbol: u32,
+    function: u32,
+    array: u32,
+    object: u32,
+    unreadable: u32,
+}
+
+/// The layout [`Probe::from_code`] decodes.
+pub const SHAPE_LAYOUT: ShapeLayout = ShapeLayout {
+    fields: MESSAGE_FIELDS,
+    shifts: code::SHIFTS,
+    role: USER_ROLE,
+    kind_key: SOURCE_KIND_KEY,
+    missing: code::MISSING,
+    empty_string: code::EMPTY_STRING,
+    string: code::STRING,
+    expected: code::EXPECTED,
+    array: code::ARRAY,
+    object_kind_string: code::OBJECT_KIND_STRING,
+    object: code::OBJECT,
+    other: code::OTHER,
+    unreadable: code::UNREADABLE,
+    types: TypeCodes {
+        string: code::T_STRING,
+        finite: code::T_FINITE,
+        non_finite: code::T_NON_FINITE,
+        boolean: code::T_BOOLEAN,
+        bigint: code::T_BIGINT,
+        null: code::T_NULL,
+        undefined: code::T_UNDEFINED,
+        symbol: code::T_SYMBOL,
+        function: code::T_FUNCTION,
+        array: code::T_ARRAY,
+        object: code::T_OBJECT,
+        unreadable: code::T_UNREADABLE,
+    },
+};
 
 /// One property of an inbox entry, as read off JavaScript.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,29 +217,29 @@ impl Probe {
 
 impl Field {
     /// Decode one 4-bit field code of the boundary's shape codes.
-    const fn from_code(code: u32) -> Self {
-        match code {
-            0 => Field::Missing,
-            1 => Field::Str {
+    const fn from_code(c: u32) -> Self {
+        match c {
+            code::MISSING => Field::Missing,
+            code::EMPTY_STRING => Field::Str {
                 empty: true,
                 expected: false,
             },
-            2 => Field::Str {
+            code::STRING => Field::Str {
                 empty: false,
                 expected: false,
             },
-            3 => Field::Str {
+            code::EXPECTED => Field::Str {
                 empty: false,
                 expected: true,
             },
-            4 => Field::Array,
-            5 => Field::Object {
+            code::ARRAY => Field::Array,
+            code::OBJECT_KIND_STRING => Field::Object {
                 kind_is_string: true,
             },
-            6 => Field::Object {
+            code::OBJECT => Field::Object {
                 kind_is_string: false,
             },
-            7 => Field::Other,
+            code::OTHER => Field::Other,
             _ => Field::Unreadable,
         }
     }
@@ -122,24 +249,24 @@ impl Probe {
     /// Decode a shape code read on the JavaScript side (`shapes()` in the boundary's
     /// helpers): the low 4 bits are the value's type; an object carries 4 bits each
     /// for `id`, `role`, `content` and `source`, from bit 4 up.
-    pub fn from_code(code: u32) -> Self {
-        let field = |at: u32| Field::from_code((code >> at) & 0xf);
-        match code & 0xf {
-            0 => Probe::String,
-            1 => Probe::Number { finite: true },
-            2 => Probe::Number { finite: false },
-            3 => Probe::Boolean,
-            4 => Probe::BigInt,
-            5 => Probe::Null,
-            6 => Probe::Undefined,
-            7 => Probe::Symbol,
-            8 => Probe::Function,
-            9 => Probe::Array,
-            10 => Probe::Object {
-                id: field(4),
-                role: field(8),
-                content: field(12),
-                source: field(16),
+    pub fn from_code(c: u32) -> Self {
+        let [id, role, content, source] = code::SHIFTS.map(|at| Field::from_code((c >> at) & 0xf));
+        match c & 0xf {
+            code::T_STRING => Probe::String,
+            code::T_FINITE => Probe::Number { finite: true },
+            code::T_NON_FINITE => Probe::Number { finite: false },
+            code::T_BOOLEAN => Probe::Boolean,
+            code::T_BIGINT => Probe::BigInt,
+            code::T_NULL => Probe::Null,
+            code::T_UNDEFINED => Probe::Undefined,
+            code::T_SYMBOL => Probe::Symbol,
+            code::T_FUNCTION => Probe::Function,
+            code::T_ARRAY => Probe::Array,
+            code::T_OBJECT => Probe::Object {
+                id,
+                role,
+                content,
+                source,
             },
             _ => Probe::Unreadable,
         }
@@ -150,7 +277,11 @@ impl Probe {
 /// `id` is a non-empty string, `role` is `'user'`, `content` an array and
 /// `source` an object with a string `kind`. The boundary hands it to the claim
 /// wrapper, so a batch of nothing else is returned without entering wasm.
-pub const MESSAGE_CODE: u32 = 10 | 2 << 4 | 3 << 8 | 4 << 12 | 5 << 16;
+pub const MESSAGE_CODE: u32 = code::T_OBJECT
+    | code::STRING << code::SHIFTS[0]
+    | code::EXPECTED << code::SHIFTS[1]
+    | code::ARRAY << code::SHIFTS[2]
+    | code::OBJECT_KIND_STRING << code::SHIFTS[3];
 
 /// What an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,6 +358,13 @@ pub const fn decide(mode: Mode, class: Class) -> Action {
         (_, Mode::Repair | Mode::Quarantine) => Action::Drop,
     }
 }
+
+/// The `source` of a repaired message: `{ kind, plugin, form, summary }`.
+pub const REPAIR_SOURCE: [(&str, &str); 3] = [
+    ("kind", "plugin"),
+    ("plugin", "inbox-input-guard"),
+    ("form", "notice"),
+];
 
 /// The summary a repaired message's `source` carries.
 pub fn repair_summary(probe: &Probe) -> String {

@@ -2,45 +2,20 @@
 
 use std::collections::VecDeque;
 
+use serde::Serialize;
+
 /// How many records a ledger keeps; older ones make way (counts keep counting).
 pub const RECORD_CAP: usize = 1000;
 
-/// One field of a record, as it reads in JavaScript.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value<'a> {
-    /// A string.
-    Str(&'a str),
-    /// A number.
-    Num(f64),
-    /// `null`.
-    Null,
-}
-
-impl<'a> From<&'a Option<String>> for Value<'a> {
-    fn from(v: &'a Option<String>) -> Self {
-        v.as_deref().map_or(Value::Null, Value::Str)
-    }
-}
-
-/// A record (or set of counters) as the plain object JavaScript receives: its
-/// camelCase field names and values. Fields left out are absent from the object.
-pub trait Fields {
-    /// The fields, in order.
-    fn fields(&self) -> Vec<(&'static str, Value<'_>)>;
-}
-
-/// A record kind that knows which counter it bumps.
-pub trait Record: Clone + Fields {
+/// A record kind that knows which counter it bumps. Records and counts cross
+/// into JavaScript through serde, when a reader asks (never per query or claim).
+pub trait Record: Clone + Serialize {
     /// The counters.
-    type Counts: Default + Clone + Fields;
+    type Counts: Default + Clone + Serialize;
     /// Bump this record's counter.
     fn count(&self, counts: &mut Self::Counts);
-}
-
-// Counters are far below 2^53, so they convert to f64 exactly.
-#[allow(clippy::cast_precision_loss)]
-fn num(n: u64) -> Value<'static> {
-    Value::Num(n as f64)
+    /// The session the record belongs to, if known.
+    fn session(&self) -> Option<&str>;
 }
 
 /// The most recent records, and counts of all of them since the last reset.
@@ -74,6 +49,19 @@ impl<R: Record> Ledger<R> {
         self.records.iter()
     }
 
+    /// The latest `limit` kept records of `session`, oldest first.
+    pub fn latest_of(&self, session: &str, limit: usize) -> Vec<&R> {
+        let mut mine: Vec<&R> = self
+            .records
+            .iter()
+            .rev()
+            .filter(|r| r.session() == Some(session))
+            .take(limit)
+            .collect();
+        mine.reverse();
+        mine
+    }
+
     /// The counts since the last reset.
     pub fn counts(&self) -> &R::Counts {
         &self.counts
@@ -87,12 +75,15 @@ impl<R: Record> Ledger<R> {
 }
 
 /// One inspect report, as `inspectClientGuard.reports()` returns it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InspectReport {
     /// `deadline`, `refused`, `unbound-agent` or `disposed`.
     pub kind: &'static str,
     /// The registry's request id.
     pub request_id: String,
+    /// The agent (session) whose query it was, when known.
+    pub session_id: Option<String>,
     /// The provider asked.
     pub provider_id: String,
     /// The method asked.
@@ -101,29 +92,14 @@ pub struct InspectReport {
     pub deadline_ms: u32,
     /// When, in ms since the epoch.
     pub at: f64,
-    /// The page's refusal reason (refused reports only).
+    /// The page's refusal reason (refused reports only; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
-impl Fields for InspectReport {
-    fn fields(&self) -> Vec<(&'static str, Value<'_>)> {
-        let mut fields = vec![
-            ("kind", Value::Str(self.kind)),
-            ("requestId", Value::Str(&self.request_id)),
-            ("providerId", Value::Str(&self.provider_id)),
-            ("methodName", Value::Str(&self.method_name)),
-            ("deadlineMs", Value::Num(f64::from(self.deadline_ms))),
-            ("at", Value::Num(self.at)),
-        ];
-        if let Some(reason) = &self.reason {
-            fields.push(("reason", Value::Str(reason)));
-        }
-        fields
-    }
-}
-
 /// Counters of inspect reports by kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InspectCounts {
     /// Deadline expiries.
     pub deadline: u64,
@@ -133,17 +109,6 @@ pub struct InspectCounts {
     pub unbound_agent: u64,
     /// Queries rejected by disposal.
     pub disposed: u64,
-}
-
-impl Fields for InspectCounts {
-    fn fields(&self) -> Vec<(&'static str, Value<'_>)> {
-        vec![
-            ("deadline", num(self.deadline)),
-            ("refused", num(self.refused)),
-            ("unboundAgent", num(self.unbound_agent)),
-            ("disposed", num(self.disposed)),
-        ]
-    }
 }
 
 impl Record for InspectReport {
@@ -156,10 +121,14 @@ impl Record for InspectReport {
             _ => counts.disposed += 1,
         }
     }
+    fn session(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
 }
 
 /// One inbox violation, as `inboxInputGuard.violations()` returns it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Violation {
     /// When, in ms since the epoch.
     pub at: f64,
@@ -181,24 +150,8 @@ pub struct Violation {
     pub action: &'static str,
 }
 
-impl Fields for Violation {
-    fn fields(&self) -> Vec<(&'static str, Value<'_>)> {
-        vec![
-            ("at", Value::Num(self.at)),
-            ("origin", Value::Str(self.origin)),
-            ("sessionId", (&self.session_id).into()),
-            ("seq", self.seq.map_or(Value::Null, Value::Num)),
-            ("target", (&self.target).into()),
-            ("index", Value::Num(f64::from(self.index))),
-            ("valueKind", Value::Str(self.value_kind)),
-            ("preview", Value::Str(&self.preview)),
-            ("action", Value::Str(self.action)),
-        ]
-    }
-}
-
 /// Counters of inbox violations by action.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct InboxCounts {
     /// Entries turned into user messages.
     pub repaired: u64,
@@ -206,16 +159,6 @@ pub struct InboxCounts {
     pub quarantined: u64,
     /// Entries only recorded.
     pub observed: u64,
-}
-
-impl Fields for InboxCounts {
-    fn fields(&self) -> Vec<(&'static str, Value<'_>)> {
-        vec![
-            ("repaired", num(self.repaired)),
-            ("quarantined", num(self.quarantined)),
-            ("observed", num(self.observed)),
-        ]
-    }
 }
 
 impl Record for Violation {
@@ -227,6 +170,9 @@ impl Record for Violation {
             _ => counts.observed += 1,
         }
     }
+    fn session(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
 }
 
 #[cfg(test)]
@@ -237,6 +183,7 @@ mod tests {
         InspectReport {
             kind,
             request_id: "inspect-1".into(),
+            session_id: Some("s-1".into()),
             provider_id: "P".into(),
             method_name: "M".into(),
             deadline_ms: 10,
@@ -282,27 +229,22 @@ mod tests {
         assert_eq!(l.counts().deadline, (RECORD_CAP + 10) as u64);
     }
 
+    /// The JSON a record serializes to (the same shape serde-wasm-bindgen's
+    /// json-compatible serializer gives JavaScript).
+    fn json(value: &impl Serialize) -> String {
+        serde_json::to_string(value).unwrap_or_default()
+    }
+
     #[test]
     fn records_read_as_the_documented_objects() {
         let mut r = report("refused");
-        let names: Vec<_> = r.fields().iter().map(|(k, _)| *k).collect();
         assert_eq!(
-            names,
-            [
-                "kind",
-                "requestId",
-                "providerId",
-                "methodName",
-                "deadlineMs",
-                "at"
-            ],
+            json(&r),
+            r#"{"kind":"refused","requestId":"inspect-1","sessionId":"s-1","providerId":"P","methodName":"M","deadlineMs":10,"at":0.0}"#,
             "no reason key unless there is a reason"
         );
         r.reason = Some("provider-missing".into());
-        assert_eq!(
-            r.fields().last(),
-            Some(&("reason", Value::Str("provider-missing")))
-        );
+        assert!(json(&r).ends_with(r#","reason":"provider-missing"}"#));
         let v = Violation {
             at: 1.0,
             origin: "claimed",
@@ -314,18 +256,34 @@ mod tests {
             preview: "x".into(),
             action: "repaired",
         };
-        let f = v.fields();
-        assert!(
-            f.contains(&("sessionId", Value::Null)),
+        assert_eq!(
+            json(&v),
+            r#"{"at":1.0,"origin":"claimed","sessionId":null,"seq":null,"target":"next-turn","index":2,"valueKind":"string","preview":"x","action":"repaired"}"#,
             "missing reads null"
         );
-        assert!(f.contains(&("seq", Value::Null)));
-        assert!(f.contains(&("target", Value::Str("next-turn"))));
         let c = InspectCounts {
             unbound_agent: 3,
             ..InspectCounts::default()
         };
-        assert!(c.fields().contains(&("unboundAgent", Value::Num(3.0))));
+        assert_eq!(
+            json(&c),
+            r#"{"deadline":0,"refused":0,"unboundAgent":3,"disposed":0}"#
+        );
+    }
+
+    #[test]
+    fn latest_of_a_session_is_its_own_newest_oldest_first() {
+        let mut l = Ledger::default();
+        for (i, session) in ["a", "b", "a", "a", "b"].iter().enumerate() {
+            let mut r = report("deadline");
+            r.request_id = format!("inspect-{i}");
+            r.session_id = Some((*session).into());
+            l.push(r);
+        }
+        let ids = |v: Vec<&InspectReport>| v.iter().map(|r| r.request_id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(l.latest_of("a", 2)), ["inspect-2", "inspect-3"]);
+        assert_eq!(ids(l.latest_of("b", 20)), ["inspect-1", "inspect-4"]);
+        assert!(l.latest_of("c", 20).is_empty());
     }
 
     #[test]
@@ -362,12 +320,8 @@ mod tests {
             observed: 1,
         };
         assert_eq!(
-            counts.fields(),
-            vec![
-                ("repaired", Value::Num(3.0)),
-                ("quarantined", Value::Num(2.0)),
-                ("observed", Value::Num(1.0)),
-            ]
+            json(&counts),
+            r#"{"repaired":3,"quarantined":2,"observed":1}"#
         );
     }
 }

@@ -1,21 +1,112 @@
-// Glue the Rust side cannot express: wrappers that hand their `this` over, the
-// JavaScript half of each client query in flight (its signals and the caller's
-// promise, kept by key), defensive shape reads and a safe renderer. No decision
-// is made here: Rust decides when a query ends and how, and what an entry is.
+// The JavaScript side of the boundary: trampolines, fact readers, failing open.
+//
+// Rust makes every decision. What is here carries them out, or could not be
+// done from wasm at the same cost:
+// - trampolines: functions that hand their `this` and arguments to one of the
+//   closures the runtime made once (`dispatch`, `admit`, `begin`, `settle`,
+//   `tick`), each named by the entry point it serves;
+// - the JavaScript half of each client query in flight (its signals and the
+//   caller's promise), stored by the key Rust gave it; the registry is called
+//   from here so that no wasm frame sits under the host's code;
+// - fact readers: defensive reads of host values into numbers (`shapeCode`),
+//   with the field names and the constants Rust hands over in `configure`;
+// - failing open: an exception out of wasm is a fault of the guard. The first
+//   one is logged once, every flight ends with the code Rust handed over, and
+//   from then on every trampoline forwards to what it replaced without entering
+//   wasm again. Errors the guard means to throw (a host error passed along, a
+//   refused provider input) are handed over through `raise`, never thrown
+//   through wasm.
 
-// ---- warn lines ----------------------------------------------------------------
+// ---- constants from Rust -----------------------------------------------------------
+
+/** Set once per runtime by `configure` (Rust), before any trampoline exists. */
+let K
+
+/** Take the constants Rust owns: field names, event names, the failure error. */
+export function configure(constants) {
+  K = constants
+}
+
+// ---- failing open ---------------------------------------------------------------------
+
+/** The shim's state object: `{ fault }`, shared with the plugin module. */
+let shim = { fault: undefined }
+/** Loggers of the mounts alive, for the one error line of a fault. */
+const loggers = new Set()
 
 /**
- * Warn lines written while wasm ran, `[warn, text, …]`, logged by the wrapper
- * that entered wasm once it returned: a host logger called from under wasm
- * frames pays several times more for the stack captures it makes (cordis
- * creates an Error in its context proxy).
+ * Share the plugin module's state object: it learns of a fault there, can
+ * report one of its own (`fail`), and words its refusal to mount again.
+ */
+export function bindShim(state) {
+  shim = state
+  state.fail = fail
+  state.refusal = { code: K.refusalCode, message: K.refusalMessage }
+}
+
+/** A mount's logger (`{ warn, error }`) while it lives; returns its removal. */
+export function watch(logger) {
+  loggers.add(logger)
+}
+export function unwatch(logger) {
+  loggers.delete(logger)
+}
+
+/** Whether the guard stood down. */
+const down = () => shim.fault !== undefined
+
+/**
+ * The guard faulted at `point`: stand down. Log one error line, end every flight
+ * with `INSPECT_CLIENT_GUARD_FAILED`; never enter wasm again.
+ */
+export function fail(point, error) {
+  if (shim.fault === undefined) {
+    shim.fault = { point, error }
+    const text = `${K?.failedLine ?? 'stood down after an internal fault'} (in ${point}: ${describe(error)})`
+    for (const logger of loggers.size > 0 ? loggers : [undefined]) {
+      try {
+        if (logger === undefined) process.emitWarning(`harness-guard: ${text}`, { code: 'HARNESS_GUARD' })
+        else logger.error(text)
+      } catch {}
+    }
+  }
+  const failed = [...flights.values()]
+  flights.clear()
+  for (const flight of failed) {
+    flight.release()
+    end(flight, K?.failedCode ?? 'INSPECT_CLIENT_GUARD_FAILED', K?.failedMessage ?? 'harness-guard stood down')
+  }
+}
+
+function describe(error) {
+  try {
+    return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+  } catch {
+    return 'an unprintable error'
+  }
+}
+
+/** What Rust means to throw, handed over by `raise` and thrown once wasm returned. */
+const NOTHING = Symbol('nothing')
+let raised = NOTHING
+
+/** Throw `error` from the trampoline once wasm has returned. */
+export function raise(error) {
+  raised = error
+}
+
+// ---- warn lines ---------------------------------------------------------------------
+
+/**
+ * Lines written while wasm ran, `[log, text, …]`, logged by the trampoline once
+ * wasm returned: a host logger called from under wasm frames pays several times
+ * more for the stack captures it makes.
  */
 const lines = []
 
-/** Queue a warn line; the wrapper that entered wasm logs it on the way out. */
-export function logLater(warn, text) {
-  lines.push(warn, text)
+/** Queue a line; the trampoline that entered wasm logs it on the way out. */
+export function logLater(log, text) {
+  lines.push(log, text)
 }
 
 /** Log the queued lines. A throwing logger never stops the rest, nor its caller. */
@@ -28,57 +119,139 @@ function flushLines() {
   }
 }
 
-/** Enter the guard, then log what it queued. */
-function enter(dispatch, token, previous, self, args) {
+/**
+ * Enter the guard at `point`. On a fault, stand down and return `fallback()`;
+ * on a raise, throw what Rust handed over; then log what it queued.
+ */
+function enter(point, fallback, dispatch, token, previous, self, args) {
+  if (down()) return fallback()
+  let result
   try {
-    return dispatch(token, previous, self, args)
+    result = dispatch(token, previous, self, args)
+  } catch (error) {
+    fail(point, error)
+    return fallback()
   } finally {
     if (lines.length > 0) flushLines()
   }
+  if (raised !== NOTHING) {
+    const error = raised
+    raised = NOTHING
+    throw error
+  }
+  return result
 }
 
-/** A function that forwards `this` and its arguments to `dispatch`, tagged by `token`. */
-export function makeWrapper(dispatch, token, previous) {
-  return function harnessGuardWrapper(...args) {
-    return enter(dispatch, token, previous, this, args)
+/** A fresh copy of a fallback answer Rust made (a caller may change what it gets). */
+function copy(value) {
+  try {
+    return structuredClone(value)
+  } catch {
+    return undefined
   }
 }
 
+// ---- trampolines --------------------------------------------------------------------
+
 /**
- * The `agent/pre-step` entry: the guard sees the event, then the rest of the chain
- * runs from here, with no wasm frame beneath it.
+ * A method or callback served by `dispatch` at `point`. After a fault it answers
+ * with a copy of `fallback` (a value, or a table of values by first argument
+ * when `byFirst`), or forwards to `previous` when there is one.
  */
+export function makeMethod(dispatch, token, point, previous, fallback, byFirst) {
+  const otherwise = (self, args) => () => {
+    if (typeof previous === 'function') return Reflect.apply(previous, self, args)
+    return copy(byFirst ? fallback?.[args[0]] : fallback)
+  }
+  return function harnessGuardMethod(...args) {
+    return enter(point, otherwise(this, args), dispatch, token, previous, this, args)
+  }
+}
+
+/** The `agent/pre-step` entry: the guard sees the event, then the chain goes on from here. */
 export function makePreStep(dispatch, token) {
   return function harnessGuardPreStep(event, next) {
-    enter(dispatch, token, undefined, this, [event])
+    enter('preStep', noop, dispatch, token, undefined, this, [event])
     return typeof next === 'function' ? next() : undefined
   }
 }
 
+const noop = () => undefined
+
 /**
- * The JavaScript half of every guarded client query in the air, by slot (the low
- * 32 bits of its key). Rust holds the rest of each flight (deadline, refusal,
- * request id) under the same key and decides every ending.
+ * An inbox's `claim` wrapper. A batch whose every entry has `messageCode` (the
+ * shape Rust classifies as a usable message) goes back untouched; otherwise the
+ * guard gets `[args, batch, nextStepLength]`, the length read before the claim.
+ * After a fault the host's batch goes back as claimed.
  */
-const flights = []
+export function makeClaimWrapper(dispatch, token, previous, messageCode) {
+  return function harnessGuardClaim(...args) {
+    if (down()) return Reflect.apply(previous, this, args)
+    let split
+    try {
+      split = this[K.nextStep].length
+    } catch {}
+    const batch = Reflect.apply(previous, this, args)
+    if (Array.isArray(batch) && batch.every((entry) => shapeCode(entry) === messageCode)) return batch
+    return enter('claim', () => batch, dispatch, token, previous, this, [args, batch, split])
+  }
+}
+
+/**
+ * The `session/event` observer: only inbox writes that inserted something other
+ * than usable messages reach the guard (a claim's own splices are deletions).
+ */
+export function makeInsertObserver(dispatch, token, messageCode) {
+  return function harnessGuardObserver(session, event) {
+    if (down()) return
+    let clean = true
+    try {
+      if (event?.type !== K.splicedEvent) return
+      const inserted = event.data?.[K.inserted]
+      clean = !Array.isArray(inserted) || inserted.every((entry) => shapeCode(entry) === messageCode)
+    } catch {
+      clean = false
+    }
+    if (!clean) enter('sessionEvent', noop, dispatch, token, undefined, this, [session, event])
+  }
+}
+
+/**
+ * The `resolveClientQuery` wrapper. An answer without a bound agent reaches the
+ * guard first (`unbound`); an answer the registry refused reaches it after, with
+ * the registry's result in place of `previous` (`refused`). Accepted answers go
+ * registry → caller without entering wasm.
+ */
+export function makeResolveWrapper(dispatch, unbound, refused, previous) {
+  return function harnessGuardResolve(...args) {
+    if (!down() && (args[0] === null || args[0] === undefined)) {
+      return enter('resolve', () => Reflect.apply(previous, this, args), dispatch, unbound, previous, this, args)
+    }
+    const result = Reflect.apply(previous, this, args)
+    if (down() || result?.accepted !== false) return result
+    return enter('resolve', () => result, dispatch, refused, result, this, args)
+  }
+}
+
+// ---- client queries -----------------------------------------------------------------
+
+/** The JavaScript half of every guarded client query in the air, by the key Rust gave it. */
+const flights = new Map()
 /** Flights whose registry call is running, innermost last. */
 const announcing = []
-const SLOTS = 2 ** 32
 
 /**
  * One client query, from the wrapper to its ending. The registry gets the signal
  * of `controller`, not the caller's; this object is the `abort` listener on the
- * caller's signal while the query waits, and passes the caller's abort (and
- * reason) on. (`AbortSignal.any` would do the same at several times the cost.)
+ * caller's signal while the query waits, and passes the caller's abort on.
  */
 class Flight {
-  constructor(caller, controller, providerId, methodName) {
+  constructor(caller, providerId, methodName) {
     this.caller = caller
-    this.controller = controller
+    this.controller = new AbortController()
     this.providerId = providerId
     this.methodName = methodName
     this.request = undefined
-    this.key = -1
     this.reject = undefined
   }
 
@@ -91,50 +264,50 @@ class Flight {
   }
 }
 
-/**
- * The flight of `key` still in the table, taken off it (its listener on the
- * caller's signal removed); `undefined` if it already left. Rust takes a flight
- * at the moment it lands one, so a slot is never reused while its flight is here.
- */
+/** The flight of `key`, taken off the table (its listener removed); `undefined` if gone. */
 export function takeFlight(key) {
-  const slot = key % SLOTS
-  const flight = flights[slot]
-  if (flight === undefined || flight.key !== key) return undefined
-  flights[slot] = undefined
+  const flight = flights.get(key)
+  if (flight === undefined) return undefined
+  flights.delete(key)
   flight.release()
   return flight
 }
 
-/** The flight of `key`, while it is in the table (for its names and request). */
+/** The flight of `key` while it is in the table (for its names). */
 export function flightOf(key) {
-  const flight = flights[key % SLOTS]
-  return flight !== undefined && flight.key === key ? flight : undefined
+  return flights.get(key)
 }
 
 const idOf = (value) => (typeof value === 'string' ? value : undefined)
 
 /**
- * The `query` wrapper. Only calls whose first argument is `platform` and that carry
- * a live `AbortSignal` concern the guard. The registry is called from here, not
- * from wasm, so no wasm frame sits under the host's code (cordis creates Errors
- * there, and their stack capture costs more through wasm frames). The guard is
- * entered once the registry returned its promise: `begin(guard, startedAt,
- * requestId, agentId)` starts the flight and returns its key, or -1 to leave the
- * query unguarded. A settled query reports back with `settle(key)`; its value
- * never crosses into wasm.
+ * The `query` wrapper. A call whose first argument is not the platform Rust
+ * guards passes through with one comparison. For the rest, `admit(guard,
+ * isSignal, aborted)` says whether the guard takes the call; the registry is
+ * called from here; `begin(guard, startedAt, requestId, agentId, isPromise)`
+ * returns the flight's key, or -1 to leave the call as it is; `settle(key)`
+ * says whether the registry's outcome still reaches the caller.
  */
-export function makeQueryWrapper(begin, settle, guard, previous, platform) {
+export function makeQueryWrapper(admit, begin, settle, guard, previous, platform) {
   return function harnessGuardQuery(...args) {
-    if (args[0] !== platform) return Reflect.apply(previous, this, args)
-    return guardClientQuery(begin, settle, guard, previous, this, args)
+    if (args[0] !== platform || down()) return Reflect.apply(previous, this, args)
+    return guardClientQuery(admit, begin, settle, guard, previous, this, args)
   }
 }
 
-function guardClientQuery(begin, settle, guard, previous, self, args) {
+function guardClientQuery(admit, begin, settle, guard, previous, self, args) {
   const caller = args[5]
-  if (!(caller instanceof AbortSignal) || caller.aborted) return Reflect.apply(previous, self, args)
+  const isSignal = caller instanceof AbortSignal
+  let admitted
+  try {
+    admitted = admit(guard, isSignal, isSignal && caller.aborted)
+  } catch (error) {
+    fail('begin', error)
+    admitted = false
+  }
+  if (!admitted) return Reflect.apply(previous, self, args)
   const startedAt = performance.now()
-  const flight = new Flight(caller, new AbortController(), args[1], args[2])
+  const flight = new Flight(caller, args[1], args[2])
   args[5] = flight.controller.signal
   caller.addEventListener('abort', flight)
   announcing.push(flight)
@@ -147,36 +320,51 @@ function guardClientQuery(begin, settle, guard, previous, self, args) {
   } finally {
     announcing.pop()
   }
-  if (!(inner instanceof Promise)) {
-    flight.release()
-    return inner
+  const isPromise = inner instanceof Promise
+  let key = -1
+  if (!down()) {
+    try {
+      key = begin(guard, startedAt, idOf(flight.request?.requestId), idOf(flight.request?.agentId), isPromise)
+    } catch (error) {
+      fail('begin', error)
+      if (isPromise) return failedFlight(flight, inner)
+    }
   }
-  const key = begin(guard, startedAt, idOf(flight.request?.requestId), idOf(flight.request?.agentId))
   if (lines.length > 0) flushLines()
   if (key < 0) {
-    // The guard is gone: the caller's abort still reaches the registry until it settles.
+    // Not the guard's: the caller's abort still reaches the registry until it settles.
     const release = () => flight.release()
-    inner.then(release, release)
+    if (isPromise) inner.then(release, release)
+    else release()
     return inner
   }
-  flight.key = key
-  flights[key % SLOTS] = flight
+  flights.set(key, flight)
   return new Promise((resolve, reject) => {
     flight.reject = reject
+    const landed = () => {
+      if (takeFlight(key) === undefined) return false
+      if (down()) return true
+      try {
+        settle(key)
+      } catch (error) {
+        fail('settle', error)
+      }
+      return true
+    }
     inner.then(
-      (value) => {
-        if (takeFlight(key) !== undefined) {
-          settle(key)
-          resolve(value)
-        }
-      },
-      (error) => {
-        if (takeFlight(key) !== undefined) {
-          settle(key)
-          reject(error)
-        }
-      },
+      (value) => landed() && resolve(value),
+      (error) => landed() && reject(error),
     )
+  })
+}
+
+/** A flight the guard faulted on as it began: it ends at once, as every flight does on a fault. */
+function failedFlight(flight, inner) {
+  inner.catch(noop)
+  flight.release()
+  return new Promise((resolve, reject) => {
+    flight.reject = reject
+    end(flight, K?.failedCode ?? 'INSPECT_CLIENT_GUARD_FAILED', K?.failedMessage ?? 'harness-guard stood down')
   })
 }
 
@@ -192,99 +380,89 @@ export function makeAnnouncer() {
 }
 
 /**
- * An inbox's `claim` wrapper. The claimed batch goes back untouched when every
- * entry has `messageCode` (the one shape code Rust classifies as a usable
- * message); otherwise the guard gets `[args, batch, nextStepLength]`, with the
- * length read before the claim emptied the list.
+ * End one flight: abort the registry's signal (the registry removes its entry and
+ * emits its event), then reject the caller with the coded error. The error is made
+ * here, not in wasm, where its stack capture costs several times more, and is also
+ * the abort reason (it spares the `DOMException` an abort without one creates).
  */
-export function makeClaimWrapper(dispatch, token, previous, messageCode) {
-  return function harnessGuardClaim(...args) {
-    let split
-    try {
-      split = this.nextStep.length
-    } catch {}
-    const batch = Reflect.apply(previous, this, args)
-    if (Array.isArray(batch) && batch.every((entry) => shapeCode(entry) === messageCode)) return batch
-    return enter(dispatch, token, previous, this, [args, batch, split])
-  }
+function end(flight, code, message) {
+  const error = new Error(message)
+  error.code = code
+  try {
+    flight.controller.abort(error)
+  } catch {}
+  flight.reject?.(error)
+}
+
+/** Perform the endings Rust decided, `[flight, code, message, …]`. */
+export function deliver(work) {
+  for (let i = 0; i < work.length; i += 3) end(work[i], work[i + 1], work[i + 2])
 }
 
 /**
- * A `session/event` listener that reaches the guard only for inbox writes that
- * inserted something other than usable messages (`messageCode`, as for claims):
- * a claim's own splices are deletions, and clean writes stay out of wasm.
+ * The deadline timer's callback (the one `setImmediate` and the one gloo
+ * `Timeout` both land here): `tick` (Rust) ends what is due and returns the work,
+ * delivered here so the registry's abort path runs with no wasm frame beneath it.
+ * Never throws: a throw out of a timer would end the host process.
  */
-export function makeInsertObserver(dispatch, token, messageCode) {
-  return function harnessGuardObserver(session, event) {
-    if (event?.type !== 'agent/inbox/spliced') return
-    const inserted = event.data?.inserted
-    if (!isArray(inserted) || inserted.length === 0) return
-    let clean = false
+export function makeTicker(tick) {
+  return function harnessGuardTick() {
+    if (down()) return
+    let work
     try {
-      clean = inserted.every((entry) => shapeCode(entry) === messageCode)
-    } catch {}
-    if (!clean) enter(dispatch, token, undefined, this, [session, event])
+      work = tick()
+    } catch (error) {
+      fail('tick', error)
+      return
+    } finally {
+      if (lines.length > 0) flushLines()
+    }
+    deliver(work)
   }
 }
 
-/**
- * The `resolveClientQuery` wrapper. Only two cases reach the guard: an answer with
- * no bound agent (`unbound`, before the registry sees it) and an answer the registry
- * refused (`refused`, with the registry's result in place of `previous`). Accepted
- * answers go registry → caller without entering wasm.
- */
-export function makeResolveWrapper(dispatch, unbound, refused, previous) {
-  return function harnessGuardWrapper(...args) {
-    if (args[0] === null || args[0] === undefined) return enter(dispatch, unbound, previous, this, args)
-    const result = Reflect.apply(previous, this, args)
-    return result?.accepted === false ? enter(dispatch, refused, result, this, args) : result
-  }
-}
+// ---- facts --------------------------------------------------------------------------
 
 // Shape codes: the facts classification needs, one number per inbox entry, read
-// defensively here so that a clean batch crosses into wasm once. Rust decodes
-// them (`Probe::from_code`) and makes every decision. Low 4 bits: the value's
-// type; for objects, 4 bits each for `id`, `role`, `content`, `source` from bit 4.
-const FIELD_MISSING = 0, FIELD_EMPTY_STRING = 1, FIELD_STRING = 2, FIELD_EXPECTED = 3, FIELD_ARRAY = 4
-const FIELD_OBJECT_KIND_STRING = 5, FIELD_OBJECT = 6, FIELD_OTHER = 7, FIELD_UNREADABLE = 8
+// defensively so that a clean batch crosses into wasm once or never. Rust decodes
+// them (`Probe::from_code`) and decides. The field names, the role a message must
+// have, and the numbering are Rust's, handed over in `configure` (`K.shape`).
 
 function fieldCode(object, key, expected) {
+  const S = K.shape
   let value
   try {
     value = object[key]
-    if (value === undefined) return FIELD_MISSING
+    if (value === undefined) return S.missing
     if (typeof value === 'string') {
-      return value === expected ? FIELD_EXPECTED : value.length === 0 ? FIELD_EMPTY_STRING : FIELD_STRING
+      return value === expected ? S.expected : value.length === 0 ? S.emptyString : S.string
     }
-    if (Array.isArray(value)) return FIELD_ARRAY
+    if (Array.isArray(value)) return S.array
     if (typeof value === 'object' && value !== null) {
-      return typeof value.kind === 'string' ? FIELD_OBJECT_KIND_STRING : FIELD_OBJECT
+      return typeof value[S.kindKey] === 'string' ? S.objectKindString : S.object
     }
-    return FIELD_OTHER
+    return S.other
   } catch {
-    return FIELD_UNREADABLE
+    return S.unreadable
   }
 }
 
 /** The shape code of one value. */
 export function shapeCode(value) {
-  switch (typeof value) {
-    case 'string': return 0
-    case 'number': return Number.isFinite(value) ? 1 : 2
-    case 'boolean': return 3
-    case 'bigint': return 4
-    case 'undefined': return 6
-    case 'symbol': return 7
-    case 'function': return 8
+  const S = K.shape
+  const type = typeof value
+  if (type !== 'object' || value === null) {
+    if (type === 'number') return Number.isFinite(value) ? S.types.finite : S.types.nonFinite
+    return value === null ? S.types.null : S.types[type]
   }
-  if (value === null) return 5
   try {
-    if (Array.isArray(value)) return 9
+    if (Array.isArray(value)) return S.types.array
   } catch {
-    return 11
+    return S.types.unreadable
   }
-  return 10 | fieldCode(value, 'id') << 4 | fieldCode(value, 'role', 'user') << 8
-    | fieldCode(value, 'content') << 12 | fieldCode(value, 'source') << 16
+  const [id, role, content, source] = S.fields
+  return S.types.object | fieldCode(value, id) << S.shifts[0] | fieldCode(value, role, S.role) << S.shifts[1]
+    | fieldCode(value, content) << S.shifts[2] | fieldCode(value, source) << S.shifts[3]
 }
 
 /** The shape code of every entry of `list`. */
@@ -294,45 +472,9 @@ export function shapes(list) {
   return codes
 }
 
-/**
- * Perform the endings Rust decided, `[flight, code, message, warn, text, …]`:
- * abort the registry's signal (the registry removes its entry and emits its
- * event), reject the caller with the coded error, log. The error is made here,
- * not in wasm, where its stack capture would cost several times more, and is
- * also the abort reason (the registry does not read it; a reason spares the
- * `DOMException` an abort without one creates). A throwing logger never stops
- * the rest.
- */
-export function deliver(work) {
-  for (let i = 0; i < work.length; i += 5) {
-    const flight = work[i]
-    const error = new Error(work[i + 2])
-    error.code = work[i + 1]
-    flight.controller.abort(error)
-    flight.reject?.(error)
-    try {
-      work[i + 3]?.(work[i + 4])
-    } catch {}
-  }
-}
-
-/**
- * The deadline timer's callback: `tick` (Rust) ends what is due and returns the
- * work, delivered here so the registry's abort path runs with no wasm frame
- * beneath it.
- */
-export function makeTicker(tick) {
-  return function harnessGuardTick() {
-    deliver(tick())
-  }
-}
-
-/** The user message a repaired scalar becomes, made by the host's `create`. */
-export function userMessage(create, text, summary) {
-  return create({
-    content: [{ type: 'text', text }],
-    source: { kind: 'plugin', plugin: 'inbox-input-guard', form: 'notice', summary },
-  })
+/** A plain-data copy of a config value (its getters read once); throws what cannot be copied. */
+export function snapshot(value) {
+  return structuredClone(value)
 }
 
 /** `String(value)` that never throws. */
@@ -372,9 +514,4 @@ export function isArray(value) {
   } catch {
     return undefined
   }
-}
-
-/** Remove one element of an array in place. */
-export function removeAt(array, index) {
-  array.splice(index, 1)
 }

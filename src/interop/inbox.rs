@@ -12,18 +12,19 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Array, Function, Object, Reflect};
+use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::{is_patched, PatchHandle};
-use super::runtime::{forward, Installation, Role, Runtime};
+use super::runtime::{forward, Role, Runtime};
 use super::{
-    get, get_fn, get_string, is_array, log_later, remove_at, render_head, safe_string, shape,
-    shapes, user_message,
+    at, emit, get, get_fn, get_string, is_array, length, object, render_head, safe_string, shape,
+    shapes, to_index,
 };
 use crate::config::{InboxConfig, Mode};
-use crate::inbox::{classify, decide, preview, repair_summary, Action, Class, Probe};
+use crate::echo::{escape, preview};
+use crate::inbox::{classify, decide, repair_summary, Action, Class, Probe, REPAIR_SOURCE};
 use crate::ledger::{Ledger, Violation};
 
 struct Guard {
@@ -54,70 +55,71 @@ fn ctx(rt: &Runtime, guard: u32) -> Option<Rc<Ctx>> {
         .flatten()
 }
 
-/// Install the inbox guard. `hooks` is `{ on(name, fn, options) → dispose, warn(text), createUserMessage }`.
-pub fn install(
+/// Install the inbox guard, listening through `on(event, listener, options) → dispose`.
+pub(super) fn install(
+    rt: &Runtime,
     config: InboxConfig,
     ledger: Rc<RefCell<Ledger<Violation>>>,
-    hooks: &JsValue,
-) -> Result<Installation, crate::error::Error> {
-    let on = get_fn(hooks, "on");
-    let create = get_fn(hooks, "createUserMessage");
-    let (Some(on), Some(create_user_message)) = (on, create) else {
+    on: &JsValue,
+    create_user_message: Option<Function>,
+    warn: Option<Function>,
+) -> Result<u32, crate::error::Error> {
+    let (Some(on), Some(create_user_message)) = (on.dyn_ref::<Function>(), create_user_message)
+    else {
         return Err(crate::error::Error::HostShape {
             target: "the inbox guard's host",
             missing: vec!["ctx.on", "createUserMessage (from @deepseek-ai/dsh-llm)"],
         });
     };
-    super::runtime::with(|rt| {
-        let guard = rt.next_guard();
-        let guard_state = Guard {
-            cx: Rc::new(Ctx {
-                mode: config.mode,
-                preview_chars: config.preview_chars,
-                create_user_message,
-                warn: get_fn(hooks, "warn"),
-                ledger,
-            }),
-            patches: Vec::new(),
-            pruned_at: 0,
-            unlisten: Vec::new(),
+    let guard = rt.next_id();
+    let guard_state = Guard {
+        cx: Rc::new(Ctx {
+            mode: config.mode,
+            preview_chars: config.preview_chars,
+            create_user_message,
+            warn,
+            ledger,
+        }),
+        patches: Vec::new(),
+        pruned_at: 0,
+        unlisten: Vec::new(),
+    };
+    rt.inbox(|state| state.guards.insert(guard, guard_state));
+    let prepend = object(&[("prepend", &JsValue::TRUE)]);
+    let mut unlisten = Vec::new();
+    for (event, role, options) in [
+        ("agent/created", Role::Created, JsValue::UNDEFINED),
+        ("agent/pre-step", Role::PreStep, prepend),
+        ("session/event", Role::SessionEvent, JsValue::UNDEFINED),
+    ] {
+        let listener = match role {
+            // Only inbox writes that inserted something concern the guard.
+            Role::SessionEvent => rt.insert_observer(guard),
+            Role::PreStep => rt.pre_step(guard),
+            _ => rt.method(guard, role, &JsValue::UNDEFINED, &JsValue::UNDEFINED, false),
         };
-        rt.inbox(|state| state.guards.insert(guard, guard_state));
-        let prepend = Object::new();
-        let _ = Reflect::set(&prepend, &"prepend".into(), &JsValue::TRUE);
-        let mut unlisten = Vec::new();
-        for (event, role, options) in [
-            ("agent/created", Role::Created, JsValue::UNDEFINED),
-            ("agent/pre-step", Role::PreStep, prepend.into()),
-            ("session/event", Role::SessionEvent, JsValue::UNDEFINED),
-        ] {
-            let listener = match role {
-                // Only inbox writes that inserted something concern the guard.
-                Role::SessionEvent => rt.insert_observer(guard),
-                Role::PreStep => rt.pre_step(guard),
-                _ => rt.wrapper(guard, role, &JsValue::UNDEFINED),
-            };
-            match on.call3(&JsValue::UNDEFINED, &event.into(), &listener, &options) {
-                Ok(d) => unlisten.extend(d.dyn_into::<Function>().ok()),
-                Err(_) => {
-                    for d in unlisten {
-                        let _ = d.call0(&JsValue::UNDEFINED);
-                    }
-                    rt.inbox(|state| state.guards.remove(&guard));
-                    return Err(crate::error::Error::HostShape {
-                        target: "the inbox guard's host",
-                        missing: vec!["an event source accepting agent/created, agent/pre-step, session/event"],
-                    });
+        match on.call3(&JsValue::UNDEFINED, &event.into(), &listener, &options) {
+            Ok(d) => unlisten.extend(d.dyn_into::<Function>().ok()),
+            Err(_) => {
+                for d in unlisten {
+                    let _ = d.call0(&JsValue::UNDEFINED);
                 }
+                rt.inbox(|state| state.guards.remove(&guard));
+                return Err(crate::error::Error::HostShape {
+                    target: "the inbox guard's host",
+                    missing: vec![
+                        "an event source accepting agent/created, agent/pre-step, session/event",
+                    ],
+                });
             }
         }
-        rt.inbox(|state| {
-            if let Some(g) = state.guards.get_mut(&guard) {
-                g.unlisten = unlisten;
-            }
-        });
-        Ok(Installation::inbox(guard))
-    })
+    }
+    rt.inbox(|state| {
+        if let Some(g) = state.guards.get_mut(&guard) {
+            g.unlisten = unlisten;
+        }
+    });
+    Ok(guard)
 }
 
 /// Remove the guard: restore every wrapped `claim`, drop its listeners.
@@ -201,15 +203,14 @@ pub(super) fn claim(
         if is_array(&batch) != Some(true) {
             return Ok(batch);
         }
-        let list: Array = batch.unchecked_into();
-        let claimed = list.length();
+        let claimed = length(&batch).unwrap_or(0);
         let split = next_step.unwrap_or(u32::MAX);
-        sanitize_batch(&cx, &list, &session, |i| {
+        sanitize_batch(&cx, &batch, &session, |i| {
             Some(if i < split { "next-step" } else { "next-turn" }.to_owned())
         });
-        let emptied = claimed > 0 && list.length() == 0;
+        let emptied = claimed > 0 && length(&batch) == Some(0);
         if !(emptied && for_turn && list_len(this, "nextTurn").unwrap_or(0) > 0) {
-            return Ok(list.into());
+            return Ok(batch);
         }
         next_step = list_len(this, "nextStep");
         batch = forward(previous, this, &claim_args)?;
@@ -217,22 +218,20 @@ pub(super) fn claim(
 }
 
 fn list_len(inbox: &JsValue, key: &str) -> Option<u32> {
-    let n = get(inbox, key).and_then(|l| get(&l, "length"))?.as_f64()?;
-    Some(to_index(n))
+    length(&get(inbox, key)?)
 }
 
 /// The guard's `agent/pre-step` entry (registered `prepend`); the wrapper calls `next()` after it.
-pub(super) fn pre_step(rt: &Runtime, guard: u32, args: &Array) {
-    let event = args.get(0);
+pub(super) fn pre_step(rt: &Runtime, guard: u32, event: &JsValue) {
     if let Some(cx) = ctx(rt, guard) {
-        let inbox = get(&event, "agent").and_then(|a| get(&a, "inbox"));
+        let inbox = get(event, "agent").and_then(|a| get(&a, "inbox"));
         if let Some(inbox) = &inbox {
             wrap(rt, guard, inbox);
         }
         let none = JsValue::UNDEFINED;
         let session = Session::of(inbox.as_ref().unwrap_or(&none));
-        if let Some(messages) = get(&event, "messages").filter(|m| is_array(m) == Some(true)) {
-            sanitize_batch(&cx, messages.unchecked_ref(), &session, |_| None);
+        if let Some(messages) = get(event, "messages").filter(|m| is_array(m) == Some(true)) {
+            sanitize_batch(&cx, &messages, &session, |_| None);
         }
         if let Some(inbox) = &inbox {
             sweep_pending(&cx, inbox, &session);
@@ -250,9 +249,8 @@ pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: 
     let Some(inserted) = get(&data, "inserted").filter(|l| is_array(l) == Some(true)) else {
         return;
     };
-    let inserted: &Array = inserted.unchecked_ref();
     let mut place = None;
-    for (i, code) in indexed(&shapes(inserted)) {
+    for (i, code) in indexed(&shapes(&inserted)) {
         let probe = Probe::from_code(code);
         if classify(&probe) == Class::Message {
             continue;
@@ -267,7 +265,7 @@ pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: 
         });
         record(
             &cx,
-            &inserted.get(i),
+            &at(&inserted, i),
             &probe,
             Action::Observe,
             Place {
@@ -285,17 +283,6 @@ pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: 
 fn indexed(codes: &[u32]) -> impl DoubleEndedIterator<Item = (u32, u32)> + '_ {
     let len = u32::try_from(codes.len()).unwrap_or(u32::MAX);
     (0..len).zip(codes.iter().copied())
-}
-
-fn to_index(n: f64) -> u32 {
-    if n.is_finite() && n >= 0.0 {
-        // Clamped to u32's range first.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let i = n.min(f64::from(u32::MAX)) as u32;
-        i
-    } else {
-        0
-    }
 }
 
 /// An inbox's session id, read only once something needs recording.
@@ -328,10 +315,12 @@ struct Place {
     index: u32,
 }
 
-/// Sanitize a batch in place (backwards, so indices stay valid); records keep batch order.
+/// Sanitize a batch in place (backwards, so indices stay valid); records keep
+/// batch order. An entry the batch will not let go of (a frozen array) is
+/// recorded as observed.
 fn sanitize_batch(
     cx: &Ctx,
-    batch: &Array,
+    batch: &JsValue,
     session: &Session<'_>,
     target_of: impl Fn(u32) -> Option<String>,
 ) {
@@ -342,22 +331,14 @@ fn sanitize_batch(
         if action == Action::Keep {
             continue;
         }
-        let value = batch.get(i);
+        let value = at(batch, i);
         let action = match action {
             Action::Repair => match repaired(cx, &value, &probe) {
-                Some(message) => {
-                    batch.set(i, message);
-                    Action::Repair
-                }
-                None => {
-                    remove_at(batch, i);
-                    Action::Drop
-                }
+                Some(message) if Reflect::set_u32(batch, i, &message) == Ok(true) => Action::Repair,
+                Some(_) => Action::Observe,
+                None => remove(batch, i),
             },
-            Action::Drop => {
-                remove_at(batch, i);
-                Action::Drop
-            }
+            Action::Drop => remove(batch, i),
             other => other,
         };
         found.push((i, value, probe, action));
@@ -379,6 +360,17 @@ fn sanitize_batch(
     }
 }
 
+/// Remove `batch[i]` in place: a drop, or an observation when the batch refuses.
+fn remove(batch: &JsValue, i: u32) -> Action {
+    let removed = get_fn(batch, "splice")
+        .is_some_and(|splice| splice.call2(batch, &i.into(), &1.into()).is_ok());
+    if removed {
+        Action::Drop
+    } else {
+        Action::Observe
+    }
+}
+
 /// Repair or drop bad entries of both pending lists through `inbox.splice`.
 fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
     let Some(splice) = get_fn(inbox, "splice") else {
@@ -388,14 +380,13 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
         let Some(list) = get(inbox, key).filter(|l| is_array(l) == Some(true)) else {
             continue;
         };
-        let list: Array = list.unchecked_into();
         for (i, code) in indexed(&shapes(&list)).rev() {
             let probe = Probe::from_code(code);
             let mut action = decide(cx.mode, classify(&probe));
             if action == Action::Keep {
                 continue;
             }
-            let value = list.get(i);
+            let value = at(&list, i);
             let replacement = match action {
                 Action::Keep => None,
                 Action::Observe => None,
@@ -411,14 +402,13 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
             if let Some(inserted) = replacement {
                 let args = Array::of4(&target.into(), &i.into(), &1.into(), &inserted);
                 if let Err(error) = splice.apply(inbox, &args) {
-                    warn(
-                        cx,
-                        &format!(
-                            "could not fix pending inbox entry {target}[{i}] of session {}: {}",
-                            session.id().as_deref().unwrap_or("?"),
-                            String::from(safe_string(&error))
-                        ),
+                    let session_id = session.id().unwrap_or_default();
+                    let text = format!(
+                        "could not fix pending inbox entry {target}[{i}] of session {}: {}",
+                        label(&session_id),
+                        escape(&String::from(safe_string(&error)))
                     );
+                    warn(cx, &session_id, &text);
                     action = Action::Observe;
                 }
             }
@@ -439,15 +429,36 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
     }
 }
 
-/// The user message a scalar becomes; `None` if the host refused to make one.
+/// The user message a scalar becomes, made by the host's `createUserMessage`
+/// from `{ content: [{ type: 'text', text }], source }`, with `text` the value's
+/// `String()` verbatim; `None` if the host refused to make a usable one.
 fn repaired(cx: &Ctx, value: &JsValue, probe: &Probe) -> Option<JsValue> {
     let text: JsValue = if value.is_string() {
         value.clone()
     } else {
         safe_string(value).into()
     };
-    let message = user_message(&cx.create_user_message, &text, &repair_summary(probe)).ok()?;
+    let part = object(&[("type", &"text".into()), ("text", &text)]);
+    let summary = JsValue::from_str(&repair_summary(probe));
+    let [kind, plugin, form] = REPAIR_SOURCE.map(|(key, value)| (key, JsValue::from_str(value)));
+    let source = object(&[
+        (kind.0, &kind.1),
+        (plugin.0, &plugin.1),
+        (form.0, &form.1),
+        ("summary", &summary),
+    ]);
+    let input = object(&[("content", &Array::of1(&part)), ("source", &source)]);
+    let message = cx.create_user_message.call1(&JsValue::UNDEFINED, &input).ok()?;
     (classify(&Probe::from_code(shape(&message))) == Class::Message).then_some(message)
+}
+
+/// A session id for a log line: escaped, `?` when unknown.
+fn label(session_id: &str) -> std::borrow::Cow<'_, str> {
+    if session_id.is_empty() {
+        "?".into()
+    } else {
+        escape(session_id)
+    }
 }
 
 fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place) {
@@ -473,14 +484,15 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
             "pending" => "pending non-message",
             _ => "claimed non-message",
         },
-        violation.session_id.as_deref().unwrap_or("?"),
+        label(violation.session_id.as_deref().unwrap_or_default()),
         match (place.origin, violation.seq, &violation.target) {
             ("durable", Some(seq), Some(t)) => format!(
-                "log seq {}, {t}[{}]",
+                "log seq {}, {}[{}]",
                 crate::config::render_number(seq),
+                escape(t),
                 violation.index
             ),
-            (_, _, Some(t)) => format!("{t}[{}]", violation.index),
+            (_, _, Some(t)) => format!("{}[{}]", escape(t), violation.index),
             _ => format!("claimed position {}", violation.index),
         },
         violation.value_kind,
@@ -491,15 +503,17 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
             _ => "left as it is (observed)",
         }
     );
+    let session_id = violation.session_id.clone().unwrap_or_default();
     if let Ok(mut ledger) = cx.ledger.try_borrow_mut() {
         ledger.push(violation);
     }
-    warn(cx, &text);
+    warn(cx, &session_id, &text);
 }
 
-/// Log a warn line once the guard returns to JavaScript.
-fn warn(cx: &Ctx, text: &str) {
+/// Log a warn line about `session_id` once the guard returns to JavaScript,
+/// within the per-session bound.
+fn warn(cx: &Ctx, session_id: &str, text: &str) {
     if let Some(w) = &cx.warn {
-        log_later(w, text);
+        super::runtime::with(|rt| emit(rt, w, session_id, text));
     }
 }

@@ -3,8 +3,8 @@
 //! `query` is wrapped so that a `platform: "client"` call runs with a signal of
 //! the guard's own, which the caller's signal aborts while the query waits (see
 //! `makeQueryWrapper` in `helpers.js`, which keeps the JavaScript half of each
-//! flight by key). When the guard ends a flight it aborts that signal: the
-//! registry's abort path then removes the pending entry, emits
+//! flight by the key Rust gives it). When the guard ends a flight it aborts that
+//! signal: the registry's abort path then removes the pending entry, emits
 //! `cordis/inspect-query-resolved` once and settles its wait, and the caller
 //! receives the guard's coded error. Nothing of the query stays behind, and the
 //! caller's signal keeps no listener of ours.
@@ -16,51 +16,52 @@
 //! event, which it emits synchronously inside `query` once the entry exists;
 //! the wrapper hands it over when the flight begins.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
-use js_sys::{Array, Function, Object, Reflect};
+use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::PatchHandle;
-use super::runtime::{forward, Installation, Runtime};
+use super::runtime::{forward, with, Role, Runtime};
 use super::{
-    flight_of, get, get_fn, get_string, log_later, make_announcer, monotonic_now, original_of,
-    take_flight, text_of,
+    at, call, emit, flight_of, get, get_fn, get_string, length, make_announcer, monotonic_now,
+    object, original_of, raw_config, take_flight, text_of, to_js,
 };
-use crate::config::InspectConfig;
+use crate::config::{self, InspectConfig};
+use crate::echo::escape;
 use crate::error::{Error, Refusal};
-use crate::flights::{Ending, FlightKey, Flights, Query, RefusalEffect};
+use crate::flights::{self, Ending, FlightKey, Flights, Query, RefusalEffect};
 use crate::ledger::{InspectReport, Ledger};
 
 /// Page text carried into an error is cut here: it goes to the model.
 const MAX_PAGE_TEXT: u32 = 4096;
 
-/// Where a guard's reports go.
-pub(crate) struct Sink {
-    ledger: Rc<std::cell::RefCell<Ledger<InspectReport>>>,
-    warn: Option<Function>,
-    on_report: Option<Function>,
-    /// `(providerId, methodName, data) → string | undefined`: the host validator's violations.
-    explain: Option<Function>,
+/// Where a guard's reports go, and what it asks the host.
+pub(super) struct Sink {
+    pub(super) ledger: Rc<RefCell<Ledger<InspectReport>>>,
+    /// The warn logger, if any.
+    pub(super) warn: Option<Function>,
+    /// The programmatic install's `onReport`.
+    pub(super) on_report: Option<Function>,
+    /// `validateJsonSchemaValue(schema, value, path) → string[]` from `dsh-tools`, when installed.
+    pub(super) validate: Option<Function>,
 }
 
 impl Sink {
-    /// Record a report (the ledger, `onReport`); the warn line is the caller's to log.
-    fn record(&self, report: InspectReport) {
+    /// Record a report (the ledger, `onReport`) and log its warn line.
+    fn report(&self, report: InspectReport, text: &str) {
         if let Some(on_report) = &self.on_report {
-            let _ = on_report.call1(&JsValue::UNDEFINED, &super::to_js(&report));
+            let _ = on_report.call1(&JsValue::UNDEFINED, &to_js(&report));
         }
+        let session = report.session_id.clone().unwrap_or_default();
         if let Ok(mut ledger) = self.ledger.try_borrow_mut() {
             ledger.push(report);
         }
-    }
-
-    /// Record a report and log its warn line (once the guard returns to JavaScript).
-    fn report(&self, report: InspectReport, text: &str) {
-        self.record(report);
         if let Some(warn) = &self.warn {
-            log_later(warn, text);
+            with(|rt| emit(rt, warn, &session, text));
         }
     }
 }
@@ -68,6 +69,7 @@ impl Sink {
 struct Guard {
     config: InspectConfig,
     sink: Rc<Sink>,
+    registry: JsValue,
     patches: Vec<PatchHandle>,
     unlisten: Option<Function>,
     warned_unannounced: bool,
@@ -78,7 +80,7 @@ struct Guard {
 /// the same key.)
 #[derive(Default)]
 pub(crate) struct State {
-    guards: std::collections::HashMap<u32, Guard>,
+    guards: HashMap<u32, Guard>,
     flights: Flights,
 }
 
@@ -104,13 +106,16 @@ fn names_of(key: FlightKey) -> (String, String) {
     names(&flight_of(key.to_f64()))
 }
 
-/// Install the guard on `registry` (the raw service or any cordis read of it).
-pub fn install(
+/// Install the guard on `registry` (the raw service or any cordis read of it),
+/// listening for the registry's announcements through `on(event, listener)`.
+/// `Ok(None)`: the registry is already guarded, nothing was installed.
+pub(super) fn install(
+    rt: &Runtime,
     registry: &JsValue,
     config: InspectConfig,
-    ledger: Rc<std::cell::RefCell<Ledger<InspectReport>>>,
-    hooks: &JsValue,
-) -> Result<Installation, Error> {
+    sink: Sink,
+    on: &JsValue,
+) -> Result<Option<u32>, Error> {
     let raw = original_of(registry);
     let mut missing = Vec::new();
     if get_fn(&raw, "query").is_none() {
@@ -119,7 +124,7 @@ pub fn install(
     if get_fn(&raw, "resolveClientQuery").is_none() {
         missing.push("resolveClientQuery()");
     }
-    let on = get_fn(hooks, "on");
+    let on = on.dyn_ref::<Function>();
     if on.is_none() {
         missing.push("an event source (ctx.on)");
     }
@@ -129,76 +134,129 @@ pub fn install(
             missing,
         });
     };
-    let sink = Rc::new(Sink {
-        ledger,
-        warn: get_fn(hooks, "warn"),
-        on_report: get_fn(hooks, "onReport"),
-        explain: get_fn(hooks, "explainInvalidOutput"),
-    });
-    super::runtime::with(|rt| {
-        let guard = rt.next_guard();
-        let mut patches = Vec::new();
-        for key in ["query", "resolveClientQuery"] {
-            let make = |previous: &JsValue| match key {
-                // Only client queries need the guard; host queries never enter wasm.
-                "query" => rt.query_wrapper(guard, previous),
-                _ => rt.resolve_wrapper(guard, previous),
-            };
-            match PatchHandle::install(&raw, key, make) {
-                Ok(Some(patch)) => patches.push(patch),
-                // Already guarded (a second install, or another copy): wrap nothing.
-                Ok(None) => return Ok(Installation::inert()),
-                Err(_) => {
-                    return Err(Error::HostShape {
-                        target: "cordisInspect",
-                        missing: vec![if key == "query" {
-                            "a replaceable query()"
-                        } else {
-                            "a replaceable resolveClientQuery()"
-                        }],
-                    })
-                }
+    let guard = rt.next_id();
+    let mut patches = Vec::new();
+    for (key, what) in [
+        ("query", "a replaceable query()"),
+        ("resolveClientQuery", "a replaceable resolveClientQuery()"),
+    ] {
+        let make = |previous: &JsValue| match key {
+            // Only client queries need the guard; host queries never enter wasm.
+            "query" => rt.query_wrapper(guard, previous),
+            _ => rt.resolve_wrapper(guard, previous),
+        };
+        match PatchHandle::install(&raw, key, make) {
+            Ok(Some(patch)) => patches.push(patch),
+            // Already guarded (a second install, or another copy): wrap nothing.
+            Ok(None) => return Ok(None),
+            Err(_) => {
+                return Err(Error::HostShape {
+                    target: "cordisInspect",
+                    missing: vec![what],
+                })
             }
         }
-        let listener = make_announcer();
-        let unlisten = on
-            .call2(
-                &JsValue::UNDEFINED,
-                &"cordis/inspect-query".into(),
-                &listener,
-            )
-            .ok()
-            .and_then(|d| d.dyn_into::<Function>().ok());
-        let Some(unlisten) = unlisten else {
-            drop(patches);
-            return Err(Error::HostShape {
-                target: "cordisInspect",
-                missing: vec!["a cordis/inspect-query event source"],
-            });
+    }
+    let listener = make_announcer();
+    let unlisten = on
+        .call2(
+            &JsValue::UNDEFINED,
+            &"cordis/inspect-query".into(),
+            &listener,
+        )
+        .ok()
+        .and_then(|d| d.dyn_into::<Function>().ok());
+    let Some(unlisten) = unlisten else {
+        drop(patches);
+        return Err(Error::HostShape {
+            target: "cordisInspect",
+            missing: vec!["a cordis/inspect-query event source"],
+        });
+    };
+    let state = Guard {
+        config,
+        sink: Rc::new(sink),
+        registry: raw,
+        patches,
+        unlisten: Some(unlisten),
+        warned_unannounced: false,
+    };
+    let refused = rt
+        .inspect(|s| s.guards.insert(guard, state))
+        .is_none();
+    if refused {
+        // Cannot happen outside a re-entrant call; installing nothing is the safe answer.
+        return Err(Error::HostShape {
+            target: "cordisInspect",
+            missing: vec!["a guard state free to record the install"],
+        });
+    }
+    Ok(Some(guard))
+}
+
+/// `installInspectClientGuard(registry, options)`: the guard without a plugin row.
+/// Returns `dispose()`.
+pub fn install_programmatic(
+    registry: &JsValue,
+    options: &JsValue,
+    host: &JsValue,
+) -> Result<Function, Error> {
+    super::bind(host);
+    super::fault::check(super::fault::Point::Apply);
+    let config = config::parse_inspect_options(&raw_config(options))?;
+    let raw = original_of(registry);
+    let on = get(&raw, "ctx")
+        .and_then(|ctx| get_fn(&ctx, "on").map(|on| bound(&on, &ctx)))
+        .unwrap_or(JsValue::UNDEFINED);
+    let sink = Sink {
+        ledger: Rc::default(),
+        warn: get_fn(host, "warn"),
+        on_report: get_fn(options, "onReport"),
+        validate: get_fn(host, "validateJsonSchemaValue"),
+    };
+    let warn = sink.warn.clone();
+    with(|rt| {
+        let guard = match install(rt, &raw, config, sink, &on) {
+            Ok(installed) => installed.unwrap_or(0),
+            // The registry is left untouched; the caller gets a disposer that does nothing.
+            Err(error @ Error::HostShape { .. }) => {
+                if let Some(warn) = &warn {
+                    let _ = warn.call1(&JsValue::UNDEFINED, &format!("inspect half not installed: {error}").into());
+                }
+                0
+            }
+            Err(error) => return Err(error),
         };
-        let guard_state = Guard {
-            config,
-            sink,
-            patches,
-            unlisten: Some(unlisten),
-            warned_unannounced: false,
-        };
-        rt.inspect(|state| state.guards.insert(guard, guard_state));
-        Ok(Installation::inspect(guard))
+        Ok(rt.method(guard, Role::Uninstall, &JsValue::UNDEFINED, &JsValue::UNDEFINED, false))
     })
 }
 
-/// A client query's registry call (started at `started_at`) returned its promise,
-/// and the registry announced `request_id` for `agent_id` meanwhile: begin its
-/// flight. Returns the flight's key, or -1 to leave the query unguarded (the guard
-/// is gone: the registry then settles it exactly as it would alone).
+/// `on.bind(ctx)`.
+fn bound(on: &Function, ctx: &JsValue) -> JsValue {
+    on.bind0(ctx).into()
+}
+
+/// Whether the guard takes a client query: a live `AbortSignal`, an installed guard.
+pub(super) fn admit(rt: &Runtime, guard: u32, is_signal: bool, aborted: bool) -> bool {
+    flights::admits(is_signal, aborted)
+        && rt.inspect(|s| s.guards.contains_key(&guard)) == Some(true)
+}
+
+/// A client query's registry call (started at `started_at`) returned, and the
+/// registry announced `request_id` for `agent_id` meanwhile: begin its flight.
+/// Returns the flight's key, or -1 to leave the query unguarded (not a promise,
+/// or the guard is gone: the registry then settles it exactly as it would alone).
 pub(super) fn begin(
     rt: &Runtime,
     guard: u32,
     started_at: f64,
     request_id: Option<String>,
     agent_id: Option<String>,
+    is_promise: bool,
 ) -> f64 {
+    if !is_promise {
+        return -1.0;
+    }
     let announced = request_id.is_some();
     let begun = rt
         .inspect(|state| {
@@ -222,8 +280,10 @@ pub(super) fn begin(
         return -1.0;
     };
     if let Some(warn) = warn {
-        log_later(
+        emit(
+            rt,
             &warn,
+            "",
             "the registry did not emit cordis/inspect-query while query() ran; \
              deadlines still apply, but page refusals cannot be matched to queries",
         );
@@ -244,7 +304,7 @@ pub(super) fn unbound(
         return forward(previous, this, args);
     }
     report_unbound(rt, guard, args.get(1).as_string());
-    Ok(not_accepted())
+    Ok(object(&[("accepted", &JsValue::FALSE)]))
 }
 
 /// The registry refused an answer (`{ accepted: false }`, handed back unchanged):
@@ -284,27 +344,42 @@ pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) 
     result.clone()
 }
 
-/// The host validator's account of why a waiting flight's answer was refused.
+/// The host validator's account of why a waiting flight's answer was refused:
+/// the violations of the method's `outputSchema`, as the registry words them.
 fn explain_invalid_output(rt: &Runtime, request_id: &str, resolution: &JsValue) -> Option<String> {
-    let (explain, key) = rt
+    let (validate, registry, key) = rt
         .inspect(|state| {
             let (key, query) = state.flights.by_request(request_id)?;
-            let guard = query.guard;
-            Some((state.sink(guard)?.explain.clone()?, key))
+            let g = state.guards.get(&query.guard)?;
+            Some((g.sink.validate.clone()?, g.registry.clone(), key))
         })
         .flatten()?;
     let (provider, method) = names_of(key);
+    let schema = output_schema(&registry, &provider, &method)?;
     let data = get(resolution, "data").unwrap_or(JsValue::UNDEFINED);
-    let detail = explain
-        .call3(&JsValue::UNDEFINED, &provider.into(), &method.into(), &data)
+    let violations = validate
+        .call3(&JsValue::UNDEFINED, &schema, &data, &"output".into())
         .ok()?;
-    detail.is_string().then(|| text_of(&detail, MAX_PAGE_TEXT))
+    let count = length(&violations)?;
+    let parts: Vec<String> = (0..count).filter_map(|i| at(&violations, i).as_string()).collect();
+    (!parts.is_empty()).then(|| {
+        let joined = parts.join("; ");
+        text_of(&joined.into(), MAX_PAGE_TEXT)
+    })
 }
 
-fn not_accepted() -> JsValue {
-    let result = Object::new();
-    let _ = Reflect::set(&result, &"accepted".into(), &JsValue::FALSE);
-    result.into()
+/// The `outputSchema` of a client provider's method, from `registry.list()`.
+fn output_schema(registry: &JsValue, provider: &str, method: &str) -> Option<JsValue> {
+    let list = call(&get_fn(registry, "list")?, registry, &Array::new()).ok()?;
+    let entry = (0..length(&list)?).map(|i| at(&list, i)).find(|p| {
+        get_string(p, "platform").as_deref() == Some("client")
+            && get_string(p, "id").as_deref() == Some(provider)
+    })?;
+    let methods = get(&entry, "methods")?;
+    let found = (0..length(&methods)?)
+        .map(|i| at(&methods, i))
+        .find(|m| get_string(m, "name").as_deref() == Some(method))?;
+    get(&found, "outputSchema")
 }
 
 fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>) {
@@ -315,16 +390,18 @@ fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>) {
                 .as_deref()
                 .and_then(|id| state.flights.by_request(id))
                 .map(|(key, _)| key);
-            Some((g.sink.clone(), g.config.deadline_ms, waiting))
+            let agent = waiting.and_then(|key| state.flights.agent_of(key).map(str::to_owned));
+            Some((g.sink.clone(), g.config.deadline_ms, waiting, agent))
         })
         .flatten();
-    let Some((sink, deadline_ms, waiting)) = found else {
+    let Some((sink, deadline_ms, waiting, agent)) = found else {
         return;
     };
     let (provider_id, method_name) = waiting.map(names_of).unwrap_or_default();
     let report = InspectReport {
         kind: "unbound-agent",
         request_id: request_id.unwrap_or_default(),
+        session_id: agent,
         provider_id,
         method_name,
         deadline_ms,
@@ -338,19 +415,27 @@ fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>) {
     sink.report(report, &text);
 }
 
+/// A report's request, for a log line (escaped: ids and names come from the host and the page).
 fn describe(report: &InspectReport) -> String {
+    let session = report
+        .session_id
+        .as_deref()
+        .map(|s| format!(" of session {}", escape(s)))
+        .unwrap_or_default();
     if report.provider_id.is_empty() {
-        format!("request {}", report.request_id)
+        format!("request {}{session}", escape(&report.request_id))
     } else {
         format!(
-            "request {} ({}.{})",
-            report.request_id, report.provider_id, report.method_name
+            "request {} ({}.{}){session}",
+            escape(&report.request_id),
+            escape(&report.provider_id),
+            escape(&report.method_name)
         )
     }
 }
 
 /// A flight's registry promise settled before the guard ended it (the wrapper
-/// already passed the outcome on): take it off the table.
+/// passes the outcome on): take it off the table.
 pub(super) fn settle(rt: &Runtime, key: f64) {
     let Some(key) = FlightKey::from_f64(key) else {
         return;
@@ -366,9 +451,8 @@ pub(super) fn settle(rt: &Runtime, key: f64) {
 const EXPIRY_CHUNK: usize = 128;
 
 /// The deadline timer fired: end what is due (at most a chunk) and return the work
-/// of delivering it, `[flight, code, message, warn, text, …]`, which the
-/// ticker performs in JavaScript: the registry's abort path then runs with no
-/// wasm frame beneath it (see `makeQueryWrapper`).
+/// of delivering it, `[flight, code, message, …]`, which the ticker performs in
+/// JavaScript: the registry's abort path then runs with no wasm frame beneath it.
 pub(super) fn tick(rt: &Runtime) -> Array {
     rt.fired();
     let now = monotonic_now();
@@ -381,9 +465,7 @@ pub(super) fn tick(rt: &Runtime) -> Array {
 }
 
 /// Land the guard's endings, build their errors and record their reports. Returns
-/// the rest as work for `deliver` (helpers.js): `[flight, code, message, warn, text, …]`,
-/// performed in that order for each flight (abort the registry's signal, reject
-/// the caller, log).
+/// the rest as work for `deliver` (helpers.js): `[flight, code, message, …]`.
 fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Array {
     let work = Array::new();
     for key in ended {
@@ -397,7 +479,7 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Arra
         else {
             continue;
         };
-        // Taken at once: its slot may be reused from here on (`onReport` may start a query).
+        // Taken at once: its key is gone from the table from here on.
         let flight = take_flight(key.to_f64());
         if flight.is_undefined() {
             continue;
@@ -409,17 +491,23 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Arra
         let report = InspectReport {
             kind: ending.kind(),
             request_id: landed.request_id.unwrap_or_default(),
+            session_id: landed.agent_id,
             provider_id: provider,
             method_name: method,
             deadline_ms: landed.query.deadline_ms,
             at: js_sys::Date::now(),
             reason: match &ending {
-                Ending::Refused(r) => Some(r.reason().to_owned()),
+                Ending::Refused(r) => Some(escape(r.reason()).into_owned()),
                 _ => None,
             },
         };
         let why = match &ending {
             Ending::Deadline => format!("no page answered within {}ms", report.deadline_ms),
+            Ending::Refused(Refusal::Page { reason, message }) => format!(
+                "the page refused ({}: {})",
+                escape(reason),
+                escape(message)
+            ),
             Ending::Refused(r) => format!("the page refused ({})", r.reason()),
             Ending::Disposed => "the guard was stopped while it waited".to_owned(),
         };
@@ -428,13 +516,11 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Arra
             describe(&report),
             error.code()
         );
-        sink.record(report);
+        sink.report(report, &text);
         for part in [
             flight,
             JsValue::from_str(error.code()),
             JsValue::from_str(&error.to_string()),
-            sink.warn.clone().map_or(JsValue::UNDEFINED, JsValue::from),
-            JsValue::from_str(&text),
         ] {
             work.push(&part);
         }
@@ -447,6 +533,7 @@ fn rearm(rt: &Runtime) {
 }
 
 /// Remove the guard: restore its methods, drop its listener, reject its flights.
+/// Idempotent.
 pub(super) fn dispose(rt: &Runtime, guard: u32) {
     let Some(ended) = rt.inspect(|s| s.flights.abandon(guard)) else {
         return;
@@ -462,4 +549,9 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
     }
     super::deliver(&work);
     rearm(rt);
+}
+
+/// Whether a guard is installed (for the provider's status).
+pub(super) fn config_of(rt: &Runtime, guard: u32) -> Option<InspectConfig> {
+    rt.inspect(|s| s.guards.get(&guard).map(|g| g.config)).flatten()
 }

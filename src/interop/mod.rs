@@ -1,44 +1,71 @@
 //! The JavaScript boundary: bindings, defensive reads, and the guards that patch the host.
 //!
-//! Everything that touches `JsValue` lives below this module. Host calls that can
-//! throw are bound with `catch`; a host exception the guard only passes along is
-//! re-thrown unchanged. No call into JavaScript is made while a `RefCell` borrow
-//! is held, because JavaScript may call straight back in.
+//! Everything that touches `JsValue` lives below this module. Every call into
+//! JavaScript that can throw goes through a binding with `catch` (or through
+//! `Reflect` and `Function::call*`, which js-sys binds that way), so no
+//! JavaScript exception ever unwinds through wasm frames. No call into
+//! JavaScript is made while a `RefCell` borrow is held, because JavaScript may
+//! call straight back in.
 
+mod fault;
 mod inbox;
 mod inspect;
 mod patch;
+mod plugin;
 mod runtime;
 
-pub use inbox::install as install_inbox;
-pub use inspect::install as install_inspect;
-pub use runtime::Installation;
+#[cfg(feature = "fault-injection")]
+pub use fault::inject as inject_fault;
+pub use inspect::install_programmatic as install_inspect_client_guard;
+pub use plugin::apply;
+pub use runtime::in_flight;
 
-use js_sys::{Array, Function, JsString, Reflect};
+use js_sys::{Array, Function, JsString, Object, Reflect};
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::config::Raw;
 use crate::error::Error;
-use crate::ledger::{Fields, Value};
 
 #[wasm_bindgen(module = "/src/interop/helpers.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = makeWrapper)]
-    fn make_wrapper(dispatch: &Function, token: u32, previous: &JsValue) -> Function;
-    #[wasm_bindgen(js_name = safeString)]
-    fn safe_string(value: &JsValue) -> JsString;
-    fn render(value: &JsValue) -> JsString;
-    #[wasm_bindgen(js_name = isArray)]
-    fn is_array(value: &JsValue) -> Option<bool>;
-    #[wasm_bindgen(js_name = removeAt)]
-    fn remove_at(array: &Array, index: u32);
-    #[wasm_bindgen(js_name = shapes)]
-    fn shape_codes(list: &Array) -> js_sys::Uint32Array;
-    #[wasm_bindgen(js_name = shapeCode)]
-    fn shape(value: &JsValue) -> u32;
+    fn configure(constants: &JsValue);
+    #[wasm_bindgen(js_name = bindShim)]
+    fn bind_shim(state: &JsValue);
+    fn watch(logger: &JsValue);
+    fn unwatch(logger: &JsValue);
+    fn raise(error: &JsValue);
+    #[wasm_bindgen(js_name = makeMethod)]
+    fn make_method(
+        dispatch: &Function,
+        token: u32,
+        point: &str,
+        previous: &JsValue,
+        fallback: &JsValue,
+        by_first: bool,
+    ) -> Function;
+    #[wasm_bindgen(js_name = makePreStep)]
+    fn make_pre_step(dispatch: &Function, token: u32) -> Function;
+    #[wasm_bindgen(js_name = makeClaimWrapper)]
+    fn make_claim_wrapper(
+        dispatch: &Function,
+        token: u32,
+        previous: &JsValue,
+        message_code: u32,
+    ) -> Function;
+    #[wasm_bindgen(js_name = makeInsertObserver)]
+    fn make_insert_observer(dispatch: &Function, token: u32, message_code: u32) -> Function;
+    #[wasm_bindgen(js_name = makeResolveWrapper)]
+    fn make_resolve_wrapper(
+        dispatch: &Function,
+        unbound: u32,
+        refused: u32,
+        previous: &JsValue,
+    ) -> Function;
     #[wasm_bindgen(js_name = makeQueryWrapper)]
     fn make_query_wrapper(
+        admit: &Function,
         begin: &Function,
         settle: &Function,
         guard: u32,
@@ -54,36 +81,23 @@ extern "C" {
     #[wasm_bindgen(js_name = makeTicker)]
     fn make_ticker(tick: &Function) -> Function;
     fn deliver(work: &Array);
-    #[wasm_bindgen(js_name = makeClaimWrapper)]
-    fn make_claim_wrapper(
-        dispatch: &Function,
-        token: u32,
-        previous: &JsValue,
-        message_code: u32,
-    ) -> Function;
-    #[wasm_bindgen(js_name = makeInsertObserver)]
-    fn make_insert_observer(dispatch: &Function, token: u32, message_code: u32) -> Function;
-    #[wasm_bindgen(js_name = makePreStep)]
-    fn make_pre_step(dispatch: &Function, token: u32) -> Function;
     #[wasm_bindgen(js_name = logLater)]
-    fn log_later(warn: &Function, text: &str);
-    #[wasm_bindgen(js_name = userMessage, catch)]
-    fn user_message(create: &Function, text: &JsValue, summary: &str) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(js_name = makeResolveWrapper)]
-    fn make_resolve_wrapper(
-        dispatch: &Function,
-        unbound: u32,
-        refused: u32,
-        previous: &JsValue,
-    ) -> Function;
+    fn log_later(log: &Function, text: &str);
+    #[wasm_bindgen(js_name = shapes)]
+    fn shape_codes(list: &JsValue) -> js_sys::Uint32Array;
+    #[wasm_bindgen(js_name = shapeCode)]
+    fn shape(value: &JsValue) -> u32;
+    #[wasm_bindgen(catch)]
+    fn snapshot(value: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = safeString)]
+    fn safe_string(value: &JsValue) -> JsString;
+    fn render(value: &JsValue) -> JsString;
+    #[wasm_bindgen(js_name = isArray)]
+    fn is_array(value: &JsValue) -> Option<bool>;
 }
 
 #[wasm_bindgen]
 extern "C" {
-    #[wasm_bindgen(js_name = setTimeout, catch)]
-    fn set_timeout(callback: &Function, delay_ms: f64) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(js_name = clearTimeout)]
-    fn clear_timeout(handle: &JsValue);
     #[wasm_bindgen(js_name = setImmediate, catch)]
     fn set_immediate(callback: &Function) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = clearImmediate, catch)]
@@ -121,7 +135,7 @@ pub fn original_of(value: &JsValue) -> JsValue {
 }
 
 /// The shape code of every entry of `list` (see `Probe::from_code`), in one crossing.
-fn shapes(list: &Array) -> Vec<u32> {
+fn shapes(list: &JsValue) -> Vec<u32> {
     shape_codes(list).to_vec()
 }
 
@@ -134,6 +148,11 @@ fn get(value: &JsValue, key: &str) -> Option<JsValue> {
     Reflect::get(value, &JsValue::from_str(wasm_bindgen::intern(key))).ok()
 }
 
+/// `list[index]`, or `undefined` when reading throws.
+fn at(list: &JsValue, index: u32) -> JsValue {
+    Reflect::get_u32(list, index).unwrap_or(JsValue::UNDEFINED)
+}
+
 /// `value[key]` as a function, when it is one.
 fn get_fn(value: &JsValue, key: &str) -> Option<Function> {
     get(value, key)?.dyn_into::<Function>().ok()
@@ -142,6 +161,62 @@ fn get_fn(value: &JsValue, key: &str) -> Option<Function> {
 /// `value[key]` as a Rust string, when it is a string.
 fn get_string(value: &JsValue, key: &str) -> Option<String> {
     get(value, key)?.as_string()
+}
+
+/// `value.length` as an index, when it is a non-negative number.
+fn length(value: &JsValue) -> Option<u32> {
+    let n = get(value, "length")?.as_f64()?;
+    Some(to_index(n))
+}
+
+/// A non-negative number as an index (clamped to `u32`), else 0.
+fn to_index(n: f64) -> u32 {
+    if n.is_finite() && n >= 0.0 {
+        // Clamped to u32's range first.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let i = n.min(f64::from(u32::MAX)) as u32;
+        i
+    } else {
+        0
+    }
+}
+
+/// `method.apply(this, args)`, with the host's exception as the error.
+fn call(method: &Function, this: &JsValue, args: &Array) -> Result<JsValue, JsValue> {
+    method.apply(this, args)
+}
+
+/// A fresh plain object of `entries` (defining data properties on it cannot fail).
+fn object(entries: &[(&str, &JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (key, value) in entries {
+        let _ = Reflect::set(&o, &JsValue::from_str(wasm_bindgen::intern(key)), value);
+    }
+    o.into()
+}
+
+/// Share the plugin module's `host.state` with the JavaScript side (once the
+/// runtime, and with it the constants that side needs, exists).
+fn bind(host: &JsValue) {
+    if let Some(state) = get(host, "state") {
+        runtime::with(|_| bind_shim(&state));
+    }
+}
+
+/// Log `text`, a line about `session` (`""` when none), once the guard returns to
+/// JavaScript, within the per-session bound (see [`crate::throttle`]).
+fn emit(rt: &runtime::Runtime, log: &Function, session: &str, text: &str) {
+    use crate::throttle::{left_out_notice, suppressed_notice, Admit};
+    match rt.admit_line(session) {
+        Admit::Write { left_out } => {
+            if left_out > 0 {
+                log_later(log, &left_out_notice(session, left_out));
+            }
+            log_later(log, text);
+        }
+        Admit::Notice => log_later(log, &suppressed_notice(session)),
+        Admit::Skip => {}
+    }
 }
 
 /// `String(value)`, cut to `max` UTF-16 units with `…`, never throwing.
@@ -167,31 +242,14 @@ fn render_head(value: &JsValue, chars: u32) -> (String, bool) {
     }
 }
 
-/// A record as a fresh plain JavaScript object.
-pub fn to_js(record: &impl Fields) -> JsValue {
-    let object = js_sys::Object::new();
-    for (key, value) in record.fields() {
-        let value = match value {
-            Value::Str(s) => JsValue::from_str(s),
-            Value::Num(n) => JsValue::from_f64(n),
-            Value::Null => JsValue::NULL,
-        };
-        // Defining a data property on a fresh plain object cannot fail.
-        let _ = Reflect::set(
-            &object,
-            &JsValue::from_str(wasm_bindgen::intern(key)),
-            &value,
-        );
-    }
-    object.into()
+/// A Rust value as plain JavaScript data (objects, arrays, `null` for `None`).
+pub fn to_js(value: &impl Serialize) -> JsValue {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .unwrap_or(JsValue::UNDEFINED)
 }
 
-/// Records as a fresh array of plain objects.
-pub fn to_js_list<'a, R: Fields + 'a>(records: impl Iterator<Item = &'a R>) -> JsValue {
-    records.map(|r| to_js(r)).collect::<Array>().into()
-}
-
-/// A real `Error` carrying `code`, as JavaScript branches on it.
+/// A real `Error` carrying `code` (and `field` for config errors), as JavaScript branches on it.
 pub fn to_js_error(error: &Error) -> JsValue {
     let js = js_sys::Error::new(&error.to_string());
     // Setting an own data property on a fresh Error cannot fail.
@@ -206,47 +264,44 @@ pub fn to_js_error(error: &Error) -> JsValue {
     js.into()
 }
 
-/// Read any JavaScript value into a [`Raw`] config tree, never throwing.
+/// Read any JavaScript value into a [`Raw`] config tree, never throwing: a plain
+/// copy is taken in JavaScript (getters read once) and deserialized by serde. A
+/// value that cannot be copied (a function, a symbol, a Proxy, a throwing
+/// getter) reads as unreadable at the deepest field that holds it.
 pub fn raw_config(value: &JsValue) -> Raw {
-    raw_at(value, 0)
+    match snapshot(value) {
+        Ok(copy) => serde_wasm_bindgen::from_value(copy).unwrap_or_else(|_| unreadable(value)),
+        Err(_) => locate_unreadable(value, 0),
+    }
 }
 
-fn raw_at(value: &JsValue, depth: u8) -> Raw {
-    if value.is_undefined() || value.is_null() {
-        return Raw::Absent;
-    }
-    if let Some(b) = value.as_bool() {
-        return Raw::Bool(b);
-    }
-    if let Some(n) = value.as_f64() {
-        return Raw::Number(n);
-    }
-    if let Some(s) = value.as_string() {
-        return Raw::Str(s);
-    }
-    if value.is_function() {
-        return Raw::Other("function".into());
-    }
-    if is_array(value) != Some(false) {
-        return Raw::Other("array".into());
-    }
-    if !value.is_object() || depth > 4 {
-        return Raw::Other(value.js_typeof().as_string().unwrap_or_default());
+fn unreadable(value: &JsValue) -> Raw {
+    Raw::Other(
+        value
+            .js_typeof()
+            .as_string()
+            .map_or_else(|| "unreadable".into(), |t| if t == "object" { "unreadable".into() } else { t }),
+    )
+}
+
+/// Find which field of a value that could not be copied is at fault.
+fn locate_unreadable(value: &JsValue, depth: u8) -> Raw {
+    if !value.is_object() || depth > 2 || is_array(value) != Some(false) {
+        return unreadable(value);
     }
     let Ok(keys) = Reflect::own_keys(value) else {
-        return Raw::Other("object".into());
+        return unreadable(value);
     };
     let mut entries = Vec::new();
     for key in keys.iter() {
         let Some(name) = key.as_string() else {
             continue;
         };
-        let descriptor = own_descriptor(value, &key).unwrap_or(JsValue::UNDEFINED);
-        if get(&descriptor, "enumerable").and_then(|e| e.as_bool()) != Some(true) {
-            continue;
-        }
         let field = match Reflect::get(value, &key) {
-            Ok(v) => raw_at(&v, depth + 1),
+            Ok(v) => match snapshot(&v) {
+                Ok(copy) => serde_wasm_bindgen::from_value(copy).unwrap_or_else(|_| unreadable(&v)),
+                Err(_) => locate_unreadable(&v, depth + 1),
+            },
             Err(_) => Raw::Other("unreadable".into()),
         };
         entries.push((name, field));

@@ -1,79 +1,150 @@
 //! The owner of everything long-lived: guard state, the closures JavaScript calls, the deadline timer.
 //!
 //! The closures are made once per wasm instance, not per call or per patch:
-//! every wrapper and listener is a small JavaScript function that calls
-//! [`Runtime::dispatch`] with a token naming its guard and role, so a wrapper
-//! read before disposal still works afterwards (it forwards to the method it
-//! replaced). A client query reaches the guard through two more closures made
-//! once, `begin` and `settle`, which carry numbers and the request's ids only.
+//! every wrapper, listener, service method and effect is a small JavaScript
+//! function that calls [`Runtime::route`] through `dispatch` with a token naming
+//! what it serves (an id and a [`Role`]), so a wrapper read before disposal still
+//! works afterwards (it forwards to the method it replaced). A client query
+//! reaches the guard through three more closures made once, `admit`, `begin` and
+//! `settle`, which carry numbers and the request's ids only.
 //!
-//! One host timer serves every deadline: it is armed for the earliest due
-//! flight, re-armed when that changes, and cleared when nothing waits. While a
-//! guarded query waits the timer is ref'd, so a process whose only work is that
-//! query lives until the deadline fires. Work already due (the rest of a burst
-//! ended in chunks) is scheduled with `setImmediate`, which also keeps the
-//! process alive and runs after pending I/O.
+//! One timer serves every deadline: a gloo [`Timeout`] owned here, armed for the
+//! earliest due flight, re-armed when that changes, and dropped (cleared) when
+//! nothing waits. While a guarded query waits it is ref'd, so a process whose
+//! only work is that query lives until the deadline fires. Its callback only
+//! calls the JavaScript ticker, which enters `tick` with a catch around it and
+//! delivers the endings with no wasm frame beneath the registry. Work already
+//! due (the rest of a burst ended in chunks) is scheduled with `setImmediate`:
+//! a 0 ms timeout waits at least 1 ms, which idled the loop between chunks.
 
 use std::cell::{Cell, RefCell};
 
+use gloo_timers::callback::Timeout;
 use js_sys::{Array, Function};
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::fault::{self, Point};
 use super::{
-    clear_immediate, clear_timeout, inbox, inspect, make_claim_wrapper, make_insert_observer,
-    make_pre_step, make_query_wrapper, make_resolve_wrapper, make_ticker, make_wrapper,
-    monotonic_now, set_immediate, set_timeout,
+    clear_immediate, configure, inbox, inspect, make_claim_wrapper, make_insert_observer,
+    make_method, make_pre_step, make_query_wrapper, make_resolve_wrapper, make_ticker,
+    monotonic_now, plugin, raise, set_immediate, to_js, to_js_error,
 };
+use crate::config::MAX_TIMER_MS;
+use crate::error::Error;
+use crate::throttle::LogBound;
 
-/// What a wrapper or listener is for; the low bits of its token.
+/// What a trampoline serves; the low bits of its token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Role {
     /// `registry.resolveClientQuery` called without a bound agent.
-    Unbound = 0,
+    Unbound,
     /// `registry.resolveClientQuery` refused an answer (`previous` carries its result).
-    Refused = 1,
+    Refused,
     /// An inbox's `claim`.
-    Claim = 2,
+    Claim,
     /// The `agent/pre-step` entry.
-    PreStep = 3,
+    PreStep,
     /// The `agent/created` listener.
-    Created = 4,
+    Created,
     /// The `session/event` observer.
-    SessionEvent = 5,
+    SessionEvent,
+    /// `inspectClientGuard.reports()`.
+    Reports,
+    /// `inspectClientGuard.counts()`.
+    InspectCounts,
+    /// `inspectClientGuard.reset()`.
+    InspectReset,
+    /// `inboxInputGuard.violations()`.
+    Violations,
+    /// `inboxInputGuard.counts()`.
+    InboxCounts,
+    /// `inboxInputGuard.reset()`.
+    InboxReset,
+    /// The mount's records effect (returns its disposer).
+    Records,
+    /// The records effect's disposer.
+    RecordsDispose,
+    /// The inbox half's effect (returns its disposer).
+    Inbox,
+    /// The inbox half's disposer.
+    InboxDispose,
+    /// `ctx.inject(['cordisInspect'], …)`: the registry appeared.
+    Registry,
+    /// The registry attachment's effect (returns its disposer).
+    Attach,
+    /// The registry attachment's disposer.
+    Detach,
+    /// The `HarnessGuard` provider's `query(method, input, { agent })`.
+    Provider,
+    /// The disposer `installInspectClientGuard` returns.
+    Uninstall,
 }
 
-const ROLE_BITS: u32 = 3;
+const ROLES: [Role; 21] = [
+    Role::Unbound,
+    Role::Refused,
+    Role::Claim,
+    Role::PreStep,
+    Role::Created,
+    Role::SessionEvent,
+    Role::Reports,
+    Role::InspectCounts,
+    Role::InspectReset,
+    Role::Violations,
+    Role::InboxCounts,
+    Role::InboxReset,
+    Role::Records,
+    Role::RecordsDispose,
+    Role::Inbox,
+    Role::InboxDispose,
+    Role::Registry,
+    Role::Attach,
+    Role::Detach,
+    Role::Provider,
+    Role::Uninstall,
+];
 
-fn token(guard: u32, role: Role) -> u32 {
-    (guard << ROLE_BITS) | role as u32
+const ROLE_BITS: u32 = 5;
+
+fn token(id: u32, role: Role) -> u32 {
+    (id << ROLE_BITS) | role as u32
 }
 
 impl Role {
     fn of(token: u32) -> Option<Self> {
-        Some(match token & ((1 << ROLE_BITS) - 1) {
-            0 => Role::Unbound,
-            1 => Role::Refused,
-            2 => Role::Claim,
-            3 => Role::PreStep,
-            4 => Role::Created,
-            5 => Role::SessionEvent,
-            _ => return None,
-        })
+        ROLES.get((token & ((1 << ROLE_BITS) - 1)) as usize).copied()
+    }
+
+    /// The entry point a role is, for fault logs and fault injection.
+    pub(super) const fn point(self) -> Point {
+        match self {
+            Role::Unbound | Role::Refused => Point::Resolve,
+            Role::Claim => Point::Claim,
+            Role::PreStep => Point::PreStep,
+            Role::Created => Point::Created,
+            Role::SessionEvent => Point::SessionEvent,
+            _ => Point::Plugin,
+        }
     }
 }
 
-type Dispatch = dyn Fn(u32, JsValue, JsValue, Array) -> Result<JsValue, JsValue>;
-type Begin = dyn Fn(u32, f64, Option<String>, Option<String>) -> f64;
+type Dispatch = dyn Fn(u32, JsValue, JsValue, Array) -> JsValue;
+type Begin = dyn Fn(u32, f64, Option<String>, Option<String>, bool) -> f64;
 
 /// The process-wide runtime; reached through [`with`].
 pub(super) struct Runtime {
     inspect_state: RefCell<inspect::State>,
     inbox_state: RefCell<inbox::State>,
-    next_guard: Cell<u32>,
+    plugin_state: RefCell<plugin::State>,
+    log_bound: RefCell<LogBound>,
+    next_id: Cell<u32>,
     dispatch: Closure<Dispatch>,
-    /// A client query's registry call returned a promise: `(guard, startedAt,
-    /// requestId, agentId) → key`, or -1 to leave it unguarded.
+    /// A client query with a signal: `(guard, isSignal, aborted) → whether the guard takes it`.
+    admit: Closure<dyn Fn(u32, bool, bool) -> bool>,
+    /// The registry's call returned: `(guard, startedAt, requestId, agentId,
+    /// isPromise) → key`, or -1 to leave it unguarded.
     begin: Closure<Begin>,
     /// A flight's registry promise settled first: `(key)`.
     settle: Closure<dyn Fn(f64)>,
@@ -84,7 +155,7 @@ pub(super) struct Runtime {
     ticker: Function,
     timer: RefCell<Timer>,
     /// The string `"client"`, compared by `===` without copying the argument.
-    pub(super) client: JsValue,
+    client: JsValue,
 }
 
 #[derive(Default)]
@@ -95,32 +166,52 @@ struct Timer {
 
 /// What the one timer is, when armed.
 enum Handle {
-    /// A `setTimeout` for a due time ahead.
-    Timeout(JsValue),
-    /// A `setImmediate` for work already due: a 0 ms timeout waits at least 1 ms,
-    /// which would idle the loop between chunks of overdue endings.
+    /// A gloo `Timeout` for a due time ahead; dropping it clears it.
+    Timeout(#[allow(dead_code)] Timeout),
+    /// A `setImmediate` for work already due.
     Immediate(JsValue),
 }
 
 impl Handle {
     /// Arm for `delay_ms` from now (whole ms, 0 for work already due).
-    fn arm(callback: &Function, delay_ms: f64) -> Option<Self> {
+    fn arm(ticker: &Function, delay_ms: f64) -> Self {
         if delay_ms <= 0.0 {
-            if let Ok(handle) = set_immediate(callback) {
-                return Some(Self::Immediate(handle));
+            if let Ok(handle) = set_immediate(ticker) {
+                return Self::Immediate(handle);
             }
         }
-        set_timeout(callback, delay_ms).ok().map(Self::Timeout)
+        // Whole milliseconds within Node's timer range (validated config keeps
+        // deadlines there; a due time is never further away than its deadline).
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let delay = delay_ms.clamp(0.0, f64::from(MAX_TIMER_MS)) as u32;
+        let ticker = ticker.clone();
+        Self::Timeout(Timeout::new(delay, move || {
+            // The ticker catches everything itself; nothing unwinds into this frame.
+            let _ = ticker.call0(&JsValue::UNDEFINED);
+        }))
     }
 
     fn clear(self) {
-        match self {
-            Self::Timeout(handle) => clear_timeout(&handle),
-            Self::Immediate(handle) => {
-                let _ = clear_immediate(&handle);
-            }
+        if let Self::Immediate(handle) = &self {
+            let _ = clear_immediate(handle);
         }
+        // A `Timeout` clears itself as it drops here.
     }
+}
+
+/// The constants the JavaScript side works with, handed over once (see `configure` in helpers.js).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Constants {
+    next_step: &'static str,
+    spliced_event: &'static str,
+    inserted: &'static str,
+    failed_code: &'static str,
+    failed_message: String,
+    failed_line: &'static str,
+    refusal_code: &'static str,
+    refusal_message: String,
+    shape: &'static crate::inbox::ShapeLayout,
 }
 
 thread_local! {
@@ -134,24 +225,63 @@ pub(super) fn with<R>(f: impl FnOnce(&Runtime) -> R) -> R {
 
 impl Runtime {
     fn new() -> Self {
+        configure(&to_js(&Constants {
+            next_step: "nextStep",
+            spliced_event: "agent/inbox/spliced",
+            inserted: "inserted",
+            failed_code: Error::GuardFailed.code(),
+            failed_message: Error::GuardFailed.to_string(),
+            failed_line: "harness-guard stood down after an internal fault: every wrapper now forwards to the \
+                          method it replaced, waiting client queries were cancelled, and later ones run unguarded \
+                          until the process restarts",
+            refusal_code: Error::StoodDown.code(),
+            refusal_message: Error::StoodDown.to_string(),
+            shape: &crate::inbox::SHAPE_LAYOUT,
+        }));
         let dispatch: Closure<Dispatch> = Closure::new(
             |token: u32, previous: JsValue, this: JsValue, args: Array| {
-                with(|rt| rt.route(token, &previous, &this, &args))
+                match with(|rt| rt.route(token, &previous, &this, &args)) {
+                    Ok(value) => value,
+                    Err(error) => {
+                        raise(&error);
+                        JsValue::UNDEFINED
+                    }
+                }
+            },
+        );
+        let admit = Closure::<dyn Fn(u32, bool, bool) -> bool>::new(
+            |guard: u32, is_signal: bool, aborted: bool| {
+                fault::check(Point::Begin);
+                with(|rt| inspect::admit(rt, guard, is_signal, aborted))
             },
         );
         let begin = Closure::<Begin>::new(
-            |guard: u32, started_at: f64, request_id: Option<String>, agent_id: Option<String>| {
-                with(|rt| inspect::begin(rt, guard, started_at, request_id, agent_id))
+            |guard: u32,
+             started_at: f64,
+             request_id: Option<String>,
+             agent_id: Option<String>,
+             is_promise: bool| {
+                fault::check(Point::Begin);
+                with(|rt| inspect::begin(rt, guard, started_at, request_id, agent_id, is_promise))
             },
         );
-        let settle = Closure::<dyn Fn(f64)>::new(|key: f64| with(|rt| inspect::settle(rt, key)));
-        let tick = Closure::<dyn Fn() -> Array>::new(|| with(inspect::tick));
+        let settle = Closure::<dyn Fn(f64)>::new(|key: f64| {
+            fault::check(Point::Settle);
+            with(|rt| inspect::settle(rt, key));
+        });
+        let tick = Closure::<dyn Fn() -> Array>::new(|| {
+            fault::check(Point::Tick);
+            with(inspect::tick)
+        });
         let ticker = make_ticker(tick.as_ref().unchecked_ref());
         Self {
             inspect_state: RefCell::default(),
             inbox_state: RefCell::default(),
-            next_guard: Cell::new(1),
+            plugin_state: RefCell::default(),
+            log_bound: RefCell::default(),
+            next_id: Cell::new(1),
             dispatch,
+            admit,
             begin,
             settle,
             tick,
@@ -179,17 +309,51 @@ impl Runtime {
             .map(|mut s| f(&mut s))
     }
 
-    /// A fresh guard id.
-    pub(super) fn next_guard(&self) -> u32 {
-        let id = self.next_guard.get();
-        self.next_guard
-            .set(id.wrapping_add(1) & (u32::MAX >> ROLE_BITS));
+    /// Run `f` on the plugin's mounts; `None` when already borrowed (see [`Runtime::inspect`]).
+    pub(super) fn plugin<R>(&self, f: impl FnOnce(&mut plugin::State) -> R) -> Option<R> {
+        self.plugin_state
+            .try_borrow_mut()
+            .ok()
+            .map(|mut s| f(&mut s))
+    }
+
+    /// Whether a warn line about `session` may be written now (see [`LogBound`]),
+    /// with the notice that goes with it.
+    pub(super) fn admit_line(&self, session: &str) -> crate::throttle::Admit {
+        self.log_bound
+            .try_borrow_mut()
+            .map_or(crate::throttle::Admit::Write { left_out: 0 }, |mut b| {
+                b.admit(session, monotonic_now())
+            })
+    }
+
+    /// A fresh id for a guard, a mount or an attachment.
+    pub(super) fn next_id(&self) -> u32 {
+        let id = self.next_id.get();
+        self.next_id
+            .set(id.wrapping_add(1).max(1) & (u32::MAX >> ROLE_BITS));
         id
     }
 
-    /// A JavaScript function that forwards `(this, args)` to this guard's `role`.
-    pub(super) fn wrapper(&self, guard: u32, role: Role, previous: &JsValue) -> Function {
-        make_wrapper(self.dispatch_fn(), token(guard, role), previous)
+    /// A JavaScript function served by `role` of `id`. After a fault it forwards
+    /// to `previous` when that is a function, else answers with a copy of
+    /// `fallback` (by its first argument when `by_first`).
+    pub(super) fn method(
+        &self,
+        id: u32,
+        role: Role,
+        previous: &JsValue,
+        fallback: &JsValue,
+        by_first: bool,
+    ) -> Function {
+        make_method(
+            self.dispatch_fn(),
+            token(id, role),
+            role.point().name(),
+            previous,
+            fallback,
+            by_first,
+        )
     }
 
     /// An inbox's `claim` wrapper: a batch of usable messages only never reaches the guard.
@@ -212,16 +376,17 @@ impl Runtime {
         )
     }
 
-    /// The `agent/pre-step` entry: the guard sees the event, the wrapper calls `next`.
+    /// The `agent/pre-step` entry: the guard sees the event, the trampoline calls `next`.
     pub(super) fn pre_step(&self, guard: u32) -> Function {
         make_pre_step(self.dispatch_fn(), token(guard, Role::PreStep))
     }
 
-    /// The `query` wrapper: only client queries with a live signal reach the guard,
-    /// once the registry (which the wrapper calls itself) returned its promise, and
-    /// again when that promise settles first.
+    /// The `query` wrapper: only client queries reach the guard, once to be admitted,
+    /// once the registry (which the wrapper calls itself) returned, and once more
+    /// when the registry's promise settles first.
     pub(super) fn query_wrapper(&self, guard: u32, previous: &JsValue) -> Function {
         make_query_wrapper(
+            self.admit.as_ref().unchecked_ref(),
             self.begin.as_ref().unchecked_ref(),
             self.settle.as_ref().unchecked_ref(),
             guard,
@@ -252,24 +417,33 @@ impl Runtime {
         this: &JsValue,
         args: &Array,
     ) -> Result<JsValue, JsValue> {
-        let guard = token >> ROLE_BITS;
-        match Role::of(token) {
-            Some(Role::Unbound) => inspect::unbound(self, guard, previous, this, args),
-            Some(Role::Refused) => Ok(inspect::refused(self, guard, previous, args)),
-            Some(Role::Claim) => inbox::claim(self, guard, previous, this, args),
-            Some(Role::PreStep) => {
-                inbox::pre_step(self, guard, args);
-                Ok(JsValue::UNDEFINED)
+        let id = token >> ROLE_BITS;
+        let Some(role) = Role::of(token) else {
+            return forward(previous, this, args);
+        };
+        fault::check(role.point());
+        let none = Ok(JsValue::UNDEFINED);
+        match role {
+            Role::Unbound => inspect::unbound(self, id, previous, this, args),
+            Role::Refused => Ok(inspect::refused(self, id, previous, args)),
+            Role::Claim => inbox::claim(self, id, previous, this, args),
+            Role::PreStep => {
+                inbox::pre_step(self, id, &args.get(0));
+                none
             }
-            Some(Role::Created) => {
-                inbox::created(self, guard, &args.get(0));
-                Ok(JsValue::UNDEFINED)
+            Role::Created => {
+                inbox::created(self, id, &args.get(0));
+                none
             }
-            Some(Role::SessionEvent) => {
-                inbox::session_event(self, guard, &args.get(0), &args.get(1));
-                Ok(JsValue::UNDEFINED)
+            Role::SessionEvent => {
+                inbox::session_event(self, id, &args.get(0), &args.get(1));
+                none
             }
-            None => forward(previous, this, args),
+            Role::Uninstall => {
+                inspect::dispose(self, id);
+                none
+            }
+            _ => plugin::route(self, id, role, args).map_err(|e| to_js_error(&e)),
         }
     }
 
@@ -304,20 +478,20 @@ impl Runtime {
             let delay = (due - monotonic_now()).max(0.0).ceil();
             let handle = Handle::arm(&self.ticker, delay);
             if let Ok(mut timer) = self.timer.try_borrow_mut() {
-                if handle.is_none() {
-                    timer.armed_for = None;
-                }
-                timer.handle = handle;
+                timer.handle = Some(handle);
             }
         }
     }
 
     /// The timer fired: it is no longer armed.
     pub(super) fn fired(&self) {
-        if let Ok(mut timer) = self.timer.try_borrow_mut() {
-            timer.handle = None;
+        let fired = self.timer.try_borrow_mut().ok().and_then(|mut timer| {
             timer.armed_for = None;
-        }
+            timer.handle.take()
+        });
+        // Dropped outside the borrow: a fired gloo `Timeout` clears nothing, but
+        // it is still a call into JavaScript.
+        drop(fired);
     }
 
     /// Whether the deadline timer is armed (for tests and diagnostics).
@@ -341,85 +515,13 @@ pub(super) fn forward(
     }
 }
 
-/// Which half an [`Installation`] belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Half {
-    Inspect,
-    Inbox,
-}
-
-/// One installed guard. `dispose()` (or dropping it) undoes every effect of the install.
-#[wasm_bindgen]
-#[derive(Debug)]
-#[must_use = "dropping an Installation disposes the guard at once"]
-pub struct Installation {
-    half: Half,
-    guard: u32,
-    live: bool,
-}
-
-impl Installation {
-    pub(super) fn inspect(guard: u32) -> Self {
-        Self {
-            half: Half::Inspect,
-            guard,
-            live: true,
-        }
-    }
-
-    pub(super) fn inbox(guard: u32) -> Self {
-        Self {
-            half: Half::Inbox,
-            guard,
-            live: true,
-        }
-    }
-
-    /// An installation that installed nothing (the target was already guarded).
-    pub(super) fn inert() -> Self {
-        Self {
-            half: Half::Inbox,
-            guard: 0,
-            live: false,
-        }
-    }
-}
-
-#[wasm_bindgen]
-impl Installation {
-    /// Undo the install: restore methods by marker, remove listeners, clear timers,
-    /// and reject every guarded query still in flight. Idempotent.
-    pub fn dispose(&mut self) {
-        if !std::mem::replace(&mut self.live, false) {
-            return;
-        }
-        match self.half {
-            Half::Inspect => with(|rt| inspect::dispose(rt, self.guard)),
-            Half::Inbox => with(|rt| inbox::dispose(rt, self.guard)),
-        }
-    }
-
-    /// Whether this installation is still in effect.
-    #[wasm_bindgen(getter)]
-    pub fn active(&self) -> bool {
-        self.live
-    }
-
-    /// Flights in the air across every inspect guard, and whether the deadline timer is armed.
-    #[wasm_bindgen(js_name = inFlight)]
-    pub fn in_flight() -> Array {
-        with(|rt| {
-            let flights = rt.inspect(|s| s.in_flight()).unwrap_or(0);
-            Array::of2(
-                &JsValue::from(flights as u32),
-                &JsValue::from(rt.timer_armed()),
-            )
-        })
-    }
-}
-
-impl Drop for Installation {
-    fn drop(&mut self) {
-        self.dispose();
-    }
+/// Flights in the air across every inspect guard, and whether the deadline timer is armed.
+pub fn in_flight() -> Array {
+    with(|rt| {
+        let flights = rt.inspect(|s| s.in_flight()).unwrap_or(0);
+        Array::of2(
+            &JsValue::from(u32::try_from(flights).unwrap_or(u32::MAX)),
+            &JsValue::from(rt.timer_armed()),
+        )
+    })
 }

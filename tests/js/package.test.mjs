@@ -39,7 +39,7 @@ const HARNESS_PEERS = ['@deepseek-ai/dsh-cordis-host-runner', '@deepseek-ai/dsh-
 
 /** What the tarball must hold (paths under `package/`). */
 const REQUIRED = [
-  'package.json', 'index.js', 'index.d.ts', 'guard.js', 'guard.d.ts', 'install.js',
+  'package.json', 'index.js', 'index.d.ts', 'guard.js', 'guard.d.ts', 'host.js',
   'harness_guard.js', 'harness_guard.d.ts', 'harness_guard_bg.wasm', 'cordis.patch.yml',
   'README.md', 'README.zh.md', 'README.i18n.yaml', 'CHANGELOG.md', 'LICENSE',
 ]

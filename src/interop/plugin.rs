@@ -1,0 +1,433 @@
+//! The cordis plugin: `apply(ctx, config, host)` and everything it wires.
+//!
+//! One mount is one `apply`: its config, its logger, its two ledgers. It
+//! provides the services `inspectClientGuard` and `inboxInputGuard`, installs
+//! the inbox half as a labelled effect, and asks cordis for the registry with
+//! `ctx.inject(['cordisInspect'], …)`: each time the registry appears, the inspect
+//! half and the `HarnessGuard` provider are attached to it as one labelled
+//! effect of that sub-fiber, and detached when it goes away. Every function
+//! handed to cordis is a trampoline (see `runtime`), so disposal, a late call
+//! after disposal and a call after a fault all stay safe.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use js_sys::{Array, Function};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::fault::{self, Point};
+use super::runtime::{with, Role, Runtime};
+use super::{
+    call, emit, get, get_fn, get_string, inbox, inspect, object, original_of,
+    raw_config, to_js, unwatch, watch,
+};
+use crate::config::{self, Config};
+use crate::error::Error;
+use crate::ledger::{InboxCounts, InspectCounts, InspectReport, Ledger, Violation};
+use crate::provider::{self, InboxStatus, InspectStatus, Method, Status};
+
+/// The plugin's name, as cordis and its logger know it.
+const NAME: &str = "harness-guard";
+
+/// What one `apply` set up.
+struct Mount {
+    config: Config,
+    ctx: JsValue,
+    logger: JsValue,
+    warn: Option<Function>,
+    create_user_message: Option<Function>,
+    validate: Option<Function>,
+    inspect_ledger: Rc<RefCell<Ledger<InspectReport>>>,
+    inbox_ledger: Rc<RefCell<Ledger<Violation>>>,
+    inbox_guard: Option<u32>,
+    inspect_guards: Vec<u32>,
+}
+
+/// The registry attachment of a mount: its inspect guard and provider registration.
+struct Attachment {
+    mount: u32,
+    guard: Option<u32>,
+    unregister: Option<Function>,
+}
+
+/// Mounts and attachments by id.
+#[derive(Default)]
+pub(crate) struct State {
+    mounts: HashMap<u32, Mount>,
+    attachments: HashMap<u32, Attachment>,
+}
+
+/// `apply(ctx, config, host)`: mount both halves. `host` is the plugin module's
+/// `{ state, createUserMessage, validateJsonSchemaValue? }`. An invalid config
+/// throws before anything is installed.
+pub fn apply(ctx: &JsValue, config: &JsValue, host: &JsValue) -> Result<(), Error> {
+    super::bind(host);
+    fault::check(Point::Apply);
+    let config = config::parse(&raw_config(config))?;
+    let logger = get_fn(ctx, "logger")
+        .and_then(|make| make.call1(ctx, &NAME.into()).ok())
+        .unwrap_or(JsValue::UNDEFINED);
+    let warn = get_fn(&logger, "warn").map(|w| w.bind0(&logger));
+    with(|rt| {
+        let id = rt.next_id();
+        let mount = Mount {
+            config,
+            ctx: ctx.clone(),
+            logger: logger.clone(),
+            warn,
+            create_user_message: get_fn(host, "createUserMessage"),
+            validate: get_fn(host, "validateJsonSchemaValue"),
+            inspect_ledger: Rc::default(),
+            inbox_ledger: Rc::default(),
+            inbox_guard: None,
+            inspect_guards: Vec::new(),
+        };
+        rt.plugin(|s| s.mounts.insert(id, mount));
+        watch(&logger);
+        wire(rt, id, ctx, &config).inspect_err(|_| forget(rt, id))
+    })
+}
+
+/// The services, the effects and the registry's injection of one mount.
+fn wire(rt: &Runtime, id: u32, ctx: &JsValue, config: &Config) -> Result<(), Error> {
+    let host_call = |method: &str, args: &[&JsValue]| -> Result<JsValue, Error> {
+        let f = get_fn(ctx, method).ok_or(Error::HostShape {
+            target: "the plugin's context",
+            missing: vec!["ctx.provide, ctx.effect and ctx.inject"],
+        })?;
+        call(&f, ctx, &args.iter().copied().collect::<Array>()).map_err(|_| Error::HostShape {
+            target: "the plugin's context",
+            missing: vec!["ctx.provide, ctx.effect and ctx.inject that accept the guard"],
+        })
+    };
+    let none = JsValue::UNDEFINED;
+    let empty: JsValue = Array::new().into();
+    let service = |records: &str, list: Role, counts: Role, zeros: JsValue, reset: Role| {
+        object(&[
+            (records, &rt.method(id, list, &none, &empty, false).into()),
+            ("counts", &rt.method(id, counts, &none, &zeros, false).into()),
+            ("reset", &rt.method(id, reset, &none, &none, false).into()),
+        ])
+    };
+    let failed = Some(Error::StoodDown.to_string());
+    let inspect_service = service(
+        "reports",
+        Role::Reports,
+        Role::InspectCounts,
+        to_js(&Failed { counts: &InspectCounts::default(), failed: failed.as_deref() }),
+        Role::InspectReset,
+    );
+    let inbox_service = service(
+        "violations",
+        Role::Violations,
+        Role::InboxCounts,
+        to_js(&Failed { counts: &InboxCounts::default(), failed: failed.as_deref() }),
+        Role::InboxReset,
+    );
+    host_call("provide", &[&"inspectClientGuard".into(), &inspect_service])?;
+    host_call("provide", &[&"inboxInputGuard".into(), &inbox_service])?;
+    let records = rt.method(id, Role::Records, &none, &none, false);
+    host_call("effect", &[&records.into(), &"harness-guard: records".into()])?;
+    if config.inbox.enabled {
+        let effect = rt.method(id, Role::Inbox, &none, &none, false);
+        host_call("effect", &[&effect.into(), &"harness-guard: inbox.claim guard".into()])?;
+    }
+    if config.inspect.enabled || config.inbox.enabled {
+        let services: JsValue = Array::of1(&"cordisInspect".into()).into();
+        let attach = rt.method(id, Role::Registry, &none, &none, false);
+        host_call("inject", &[&services, &attach.into()])?;
+    }
+    Ok(())
+}
+
+/// Counts with the fault's note, as the services answer once the guard stood down.
+#[derive(serde::Serialize)]
+struct Failed<'a, C: serde::Serialize> {
+    #[serde(flatten)]
+    counts: &'a C,
+    failed: Option<&'a str>,
+}
+
+/// Drop a mount's state (disposed, or its wiring failed).
+fn forget(rt: &Runtime, id: u32) {
+    if let Some(mount) = rt.plugin(|s| s.mounts.remove(&id)).flatten() {
+        unwatch(&mount.logger);
+    }
+}
+
+/// A plugin trampoline's call: a service method, an effect or its disposer, the
+/// registry's arrival, or the provider.
+pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<JsValue, Error> {
+    let none = JsValue::UNDEFINED;
+    Ok(match role {
+        Role::Reports => read(rt, id, Array::new().into(), |m| {
+            Some(to_js(&m.inspect_ledger.try_borrow().ok()?.records().collect::<Vec<_>>()))
+        }),
+        Role::Violations => read(rt, id, Array::new().into(), |m| {
+            Some(to_js(&m.inbox_ledger.try_borrow().ok()?.records().collect::<Vec<_>>()))
+        }),
+        Role::InspectCounts => read(rt, id, to_js(&InspectCounts::default()), |m| {
+            Some(to_js(m.inspect_ledger.try_borrow().ok()?.counts()))
+        }),
+        Role::InboxCounts => read(rt, id, to_js(&InboxCounts::default()), |m| {
+            Some(to_js(m.inbox_ledger.try_borrow().ok()?.counts()))
+        }),
+        Role::InspectReset => {
+            with_ledgers(rt, id, |inspect, _| inspect.reset());
+            none
+        }
+        Role::InboxReset => {
+            with_ledgers(rt, id, |_, inbox| inbox.reset());
+            none
+        }
+        Role::Records => rt.method(id, Role::RecordsDispose, &none, &none, false).into(),
+        Role::RecordsDispose => {
+            forget(rt, id);
+            none
+        }
+        Role::Inbox => {
+            install_inbox(rt, id)?;
+            rt.method(id, Role::InboxDispose, &none, &none, false).into()
+        }
+        Role::InboxDispose => {
+            let guard = rt.plugin(|s| s.mounts.get_mut(&id)?.inbox_guard.take()).flatten();
+            if let Some(guard) = guard {
+                inbox::dispose(rt, guard);
+            }
+            none
+        }
+        Role::Registry => {
+            attach(rt, id, &args.get(0));
+            none
+        }
+        Role::Attach => rt.method(id, Role::Detach, &none, &none, false).into(),
+        Role::Detach => {
+            detach(rt, id);
+            none
+        }
+        Role::Provider => answer(rt, id, &args.get(0), &args.get(1), &args.get(2))?,
+        _ => none,
+    })
+}
+
+/// `f` of a live mount; `empty` for a mount that is gone (disposed) or records that are busy.
+fn read(rt: &Runtime, id: u32, empty: JsValue, f: impl FnOnce(&Mount) -> Option<JsValue>) -> JsValue {
+    rt.plugin(|s| s.mounts.get(&id).and_then(f))
+        .flatten()
+        .unwrap_or(empty)
+}
+
+fn with_ledgers(
+    rt: &Runtime,
+    id: u32,
+    f: impl FnOnce(&mut Ledger<InspectReport>, &mut Ledger<Violation>),
+) {
+    let ledgers = rt
+        .plugin(|s| {
+            let m = s.mounts.get(&id)?;
+            Some((m.inspect_ledger.clone(), m.inbox_ledger.clone()))
+        })
+        .flatten();
+    if let Some((inspect, inbox)) = ledgers {
+        if let (Ok(mut a), Ok(mut b)) = (inspect.try_borrow_mut(), inbox.try_borrow_mut()) {
+            f(&mut a, &mut b);
+        }
+    }
+}
+
+fn install_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
+    let Some((config, ctx, ledger, create, warn)) = rt
+        .plugin(|s| {
+            let m = s.mounts.get(&id)?;
+            Some((
+                m.config.inbox,
+                m.ctx.clone(),
+                m.inbox_ledger.clone(),
+                m.create_user_message.clone(),
+                m.warn.clone(),
+            ))
+        })
+        .flatten()
+    else {
+        return Ok(());
+    };
+    let on = bound_on(&ctx);
+    let guard = inbox::install(rt, config, ledger, &on, create, warn)?;
+    rt.plugin(|s| {
+        if let Some(m) = s.mounts.get_mut(&id) {
+            m.inbox_guard = Some(guard);
+        }
+    });
+    Ok(())
+}
+
+/// `ctx.on.bind(ctx)`, or `undefined` for a context without events.
+fn bound_on(ctx: &JsValue) -> JsValue {
+    get_fn(ctx, "on").map_or(JsValue::UNDEFINED, |on| on.bind0(ctx).into())
+}
+
+/// The registry appeared in `sub` (the injected sub-context): attach the inspect
+/// half (when enabled) and the provider to it, as one effect of the sub-fiber.
+fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
+    let Some(registry) = get(sub, "cordisInspect").map(|r| original_of(&r)) else {
+        return;
+    };
+    let Some((config, ledger, warn, validate)) = rt
+        .plugin(|s| {
+            let m = s.mounts.get(&mount)?;
+            Some((m.config, m.inspect_ledger.clone(), m.warn.clone(), m.validate.clone()))
+        })
+        .flatten()
+    else {
+        return;
+    };
+    let say = |text: &str| {
+        if let Some(warn) = &warn {
+            emit(rt, warn, "", text);
+        }
+    };
+    let mut guard = None;
+    if config.inspect.enabled {
+        let sink = inspect::Sink {
+            ledger,
+            warn: warn.clone(),
+            on_report: None,
+            validate,
+        };
+        match inspect::install(rt, &registry, config.inspect, sink, &bound_on(sub)) {
+            Ok(installed) => guard = installed,
+            Err(error) => say(&format!("inspect half not installed: {error}")),
+        }
+    }
+    let unregister = register_provider(rt, mount, &registry, &config).unwrap_or_else(|error| {
+        say(&format!("HarnessGuard inspect provider not registered: {error}"));
+        None
+    });
+    let id = rt.next_id();
+    rt.plugin(|s| {
+        if let Some(m) = s.mounts.get_mut(&mount) {
+            m.inspect_guards.extend(guard);
+        }
+        s.attachments.insert(id, Attachment { mount, guard, unregister });
+    });
+    let none = JsValue::UNDEFINED;
+    let effect = rt.method(id, Role::Attach, &none, &none, false);
+    let label = "harness-guard: cordisInspect client-query guard and HarnessGuard provider";
+    let registered = get_fn(sub, "effect")
+        .is_some_and(|f| f.call2(sub, &effect, &label.into()).is_ok());
+    if !registered {
+        detach(rt, id);
+    }
+}
+
+fn detach(rt: &Runtime, id: u32) {
+    let Some(attachment) = rt.plugin(|s| s.attachments.remove(&id)).flatten() else {
+        return;
+    };
+    if let Some(guard) = attachment.guard {
+        rt.plugin(|s| {
+            if let Some(m) = s.mounts.get_mut(&attachment.mount) {
+                m.inspect_guards.retain(|g| *g != guard);
+            }
+        });
+        inspect::dispose(rt, guard);
+    }
+    if let Some(unregister) = attachment.unregister {
+        let _ = unregister.call0(&JsValue::UNDEFINED);
+    }
+}
+
+/// Register the `HarnessGuard` provider; returns its disposer.
+fn register_provider(
+    rt: &Runtime,
+    mount: u32,
+    registry: &JsValue,
+    config: &Config,
+) -> Result<Option<Function>, String> {
+    let Some(register) = get_fn(registry, "register") else {
+        return Ok(None);
+    };
+    let manifest = js_sys::JSON::parse(provider::MANIFEST).map_err(|_| "its manifest".to_owned())?;
+    let zeros = (InspectCounts::default(), InboxCounts::default());
+    let failed = Error::StoodDown.to_string();
+    let fallback = object(&[
+        (
+            "status",
+            &to_js(&Status {
+                version: env!("CARGO_PKG_VERSION"),
+                failed: Some(&failed),
+                inspect: InspectStatus::new(None, 0, &zeros.0),
+                inbox: InboxStatus::new(&config.inbox, false, &zeros.1),
+            }),
+        ),
+        ("reports", &object(&[("reports", &Array::new().into())])),
+        ("violations", &object(&[("violations", &Array::new().into())])),
+    ]);
+    let query = rt.method(mount, Role::Provider, &JsValue::UNDEFINED, &fallback, true);
+    let registration = object(&[("manifest", &manifest), ("query", &query.into())]);
+    let disposer = register
+        .call1(registry, &registration)
+        .map_err(|e| get_string(&e, "message").unwrap_or_else(|| "the registry refused it".into()))?;
+    Ok(disposer.dyn_into::<Function>().ok())
+}
+
+/// The provider's answer to `method(input)` asked by `options.agent`.
+fn answer(
+    rt: &Runtime,
+    mount: u32,
+    method: &JsValue,
+    input: &JsValue,
+    options: &JsValue,
+) -> Result<JsValue, Error> {
+    let method = method.as_string().and_then(|m| Method::of(&m)).ok_or(Error::InvalidInput {
+        field: "method",
+        value: "an unknown method".into(),
+        expected: "status, reports or violations",
+    })?;
+    let session = get(options, "agent")
+        .and_then(|a| get_string(&a, "id"))
+        .unwrap_or_default();
+    let limit = match method {
+        Method::Status => 0,
+        _ => provider::limit(&raw_config(input))?,
+    };
+    let in_flight = rt.inspect(|s| s.in_flight()).unwrap_or(0);
+    let answer = rt.plugin(|s| {
+        let m = s.mounts.get(&mount)?;
+        Some(match method {
+            Method::Status => {
+                let inspect_config = m.inspect_guards.first().and_then(|g| inspect::config_of(rt, *g));
+                let inspect = m.inspect_ledger.try_borrow().ok()?;
+                let inbox = m.inbox_ledger.try_borrow().ok()?;
+                to_js(&Status {
+                    version: env!("CARGO_PKG_VERSION"),
+                    failed: None,
+                    inspect: InspectStatus::new(
+                        inspect_config.as_ref(),
+                        u32::try_from(in_flight).unwrap_or(u32::MAX),
+                        inspect.counts(),
+                    ),
+                    inbox: InboxStatus::new(&m.config.inbox, m.inbox_guard.is_some(), inbox.counts()),
+                })
+            }
+            Method::Reports => {
+                let ledger = m.inspect_ledger.try_borrow().ok()?;
+                to_js(&provider::Reports {
+                    reports: provider::bounded(ledger.latest_of(&session, limit)),
+                })
+            }
+            Method::Violations => {
+                let ledger = m.inbox_ledger.try_borrow().ok()?;
+                to_js(&provider::Violations {
+                    violations: provider::bounded(ledger.latest_of(&session, limit)),
+                })
+            }
+        })
+    });
+    Ok(answer.flatten().unwrap_or_else(|| match method {
+        Method::Reports => object(&[("reports", &Array::new().into())]),
+        _ => object(&[("violations", &Array::new().into())]),
+    }))
+}

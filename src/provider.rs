@@ -1,0 +1,323 @@
+//! The guard's records for the model: the read-only host inspect provider `HarnessGuard`.
+//!
+//! The host's inspect registry lists this provider in `cordis_inspect_list` and
+//! validates every input against [`MANIFEST`]'s schemas before a query reaches
+//! it, and every answer after. The schemas keep to the subset the host accepts
+//! (`assertSupportedJsonSchema`: one `type` string, `oneOf` for nullable fields,
+//! no `minimum`/`maximum`), so the range of `limit` is checked here, with an
+//! error naming the field.
+//!
+//! A query sees the records of the asking agent's own session only; counts are
+//! numbers without text. An answer is bounded: records are kept newest first
+//! until [`MAX_ANSWER_CHARS`] of text is reached.
+
+use serde::Serialize;
+
+use crate::config::{InboxConfig, InspectConfig, Mode, Raw};
+use crate::error::Error;
+use crate::ledger::{InboxCounts, InspectCounts, InspectReport, Violation};
+
+/// The provider's id in `cordis_inspect_list`.
+pub const PROVIDER_ID: &str = "HarnessGuard";
+
+/// Default and largest `limit` of `reports` and `violations`.
+pub const DEFAULT_LIMIT: usize = 20;
+/// The largest `limit` accepted.
+pub const MAX_LIMIT: usize = 1000;
+
+/// Text an answer may carry (previews, reasons and ids together), in characters:
+/// well inside what a tool result should bring into the model's context.
+pub const MAX_ANSWER_CHARS: usize = 48_000;
+
+/// The manifest registered with `cordisInspect.register`, as JSON.
+pub const MANIFEST: &str = include_str!("provider.json");
+
+/// A method of the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `status`: what is installed, with what settings, and the counts.
+    Status,
+    /// `reports`: the asking agent's inspect reports.
+    Reports,
+    /// `violations`: the asking session's inbox violations.
+    Violations,
+}
+
+impl Method {
+    /// The method of a name, if the provider has it.
+    pub fn of(name: &str) -> Option<Self> {
+        match name {
+            "status" => Some(Self::Status),
+            "reports" => Some(Self::Reports),
+            "violations" => Some(Self::Violations),
+            _ => None,
+        }
+    }
+}
+
+/// The `limit` of a `reports` or `violations` input (`{ limit? }`, already
+/// checked against the input schema by the host; checked again here, since a
+/// direct caller may skip the host).
+pub fn limit(input: &Raw) -> Result<usize, Error> {
+    let value = match input {
+        Raw::Object(entries) => entries
+            .iter()
+            .find(|(k, _)| k == "limit")
+            .map_or(&Raw::Absent, |(_, v)| v),
+        _ => &Raw::Absent,
+    };
+    let refuse = || Error::InvalidInput {
+        field: "limit",
+        value: value.render(),
+        expected: "an integer in 1..=1000",
+    };
+    match value {
+        Raw::Absent => Ok(DEFAULT_LIMIT),
+        Raw::Number(n) if n.fract() == 0.0 && (1.0..=1000.0).contains(n) => {
+            // In 1..=1000, checked above.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            Ok(*n as usize)
+        }
+        _ => Err(refuse()),
+    }
+}
+
+/// The answer to `status`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status<'a> {
+    /// The package version.
+    pub version: &'static str,
+    /// Present once the guard stood down after a fault of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<&'a str>,
+    /// The inspect half.
+    pub inspect: InspectStatus<'a>,
+    /// The inbox half.
+    pub inbox: InboxStatus<'a>,
+}
+
+/// The inspect half in a `status` answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InspectStatus<'a> {
+    /// Whether the client-query guard is on the registry.
+    pub installed: bool,
+    /// The deadline in force, while installed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u32>,
+    /// The refusal grace in force, while installed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal_grace_ms: Option<u32>,
+    /// Guarded client queries waiting now, across the process.
+    pub in_flight: u32,
+    /// Reports by kind.
+    pub counts: &'a InspectCounts,
+}
+
+impl<'a> InspectStatus<'a> {
+    /// The inspect half's status: `config` while installed.
+    pub fn new(config: Option<&InspectConfig>, in_flight: u32, counts: &'a InspectCounts) -> Self {
+        Self {
+            installed: config.is_some(),
+            deadline_ms: config.map(|c| c.deadline_ms),
+            refusal_grace_ms: config.map(|c| c.refusal_grace_ms),
+            in_flight,
+            counts,
+        }
+    }
+}
+
+/// The inbox half in a `status` answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxStatus<'a> {
+    /// Whether agents' inboxes are guarded.
+    pub installed: bool,
+    /// The configured mode.
+    pub mode: Mode,
+    /// Violations by action.
+    pub counts: &'a InboxCounts,
+}
+
+impl<'a> InboxStatus<'a> {
+    /// The inbox half's status.
+    pub fn new(config: &InboxConfig, installed: bool, counts: &'a InboxCounts) -> Self {
+        Self {
+            installed,
+            mode: config.mode,
+            counts,
+        }
+    }
+}
+
+/// The answer to `reports`.
+#[derive(Debug, Serialize)]
+pub struct Reports<'a> {
+    /// Oldest first.
+    pub reports: Vec<&'a InspectReport>,
+}
+
+/// The answer to `violations`.
+#[derive(Debug, Serialize)]
+pub struct Violations<'a> {
+    /// Oldest first.
+    pub violations: Vec<&'a Violation>,
+}
+
+/// Text a record brings into an answer, in characters.
+pub trait Weight {
+    /// The characters of its strings.
+    fn weight(&self) -> usize;
+}
+
+impl Weight for InspectReport {
+    fn weight(&self) -> usize {
+        self.request_id.len()
+            + self.session_id.as_ref().map_or(0, String::len)
+            + self.provider_id.len()
+            + self.method_name.len()
+            + self.reason.as_ref().map_or(0, String::len)
+    }
+}
+
+impl Weight for Violation {
+    fn weight(&self) -> usize {
+        self.session_id.as_ref().map_or(0, String::len)
+            + self.target.as_ref().map_or(0, String::len)
+            + self.preview.len()
+    }
+}
+
+/// Of `records` (oldest first), the newest that fit in [`MAX_ANSWER_CHARS`], oldest first.
+pub fn bounded<R: Weight>(mut records: Vec<&R>) -> Vec<&R> {
+    let mut total = 0;
+    let mut keep = 0;
+    for record in records.iter().rev() {
+        total += record.weight();
+        if total > MAX_ANSWER_CHARS {
+            break;
+        }
+        keep += 1;
+    }
+    records.drain(..records.len() - keep);
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(limit: Raw) -> Raw {
+        Raw::Object(vec![("limit".into(), limit)])
+    }
+
+    #[test]
+    fn limit_defaults_and_bounds() {
+        assert_eq!(limit(&Raw::Absent), Ok(DEFAULT_LIMIT));
+        assert_eq!(limit(&Raw::Object(vec![])), Ok(DEFAULT_LIMIT));
+        assert_eq!(limit(&input(Raw::Number(1.0))), Ok(1));
+        assert_eq!(limit(&input(Raw::Number(1000.0))), Ok(MAX_LIMIT));
+        for bad in [
+            Raw::Number(0.0),
+            Raw::Number(1001.0),
+            Raw::Number(2.5),
+            Raw::Number(f64::NAN),
+            Raw::Str("5".into()),
+        ] {
+            let Err(e) = limit(&input(bad.clone())) else {
+                return assert_eq!(Some(bad), None, "refused");
+            };
+            assert_eq!(e.code(), "HARNESS_GUARD_INVALID_INPUT");
+            assert!(e.to_string().contains("limit is"), "{e}");
+            assert!(e.to_string().contains("1..=1000"), "{e}");
+        }
+    }
+
+    #[test]
+    fn methods_by_name() {
+        assert_eq!(Method::of("status"), Some(Method::Status));
+        assert_eq!(Method::of("reports"), Some(Method::Reports));
+        assert_eq!(Method::of("violations"), Some(Method::Violations));
+        assert_eq!(Method::of("Status"), None);
+    }
+
+    fn violation(preview: &str) -> Violation {
+        Violation {
+            at: 0.0,
+            origin: "claimed",
+            session_id: Some("s".into()),
+            seq: None,
+            target: None,
+            index: 0,
+            value_kind: "string",
+            preview: preview.into(),
+            action: "repaired",
+        }
+    }
+
+    #[test]
+    fn answers_keep_the_newest_records_that_fit() {
+        let big = "x".repeat(MAX_ANSWER_CHARS / 3);
+        let records: Vec<Violation> = (0..5).map(|i| violation(&format!("{i}{big}"))).collect();
+        let kept = bounded(records.iter().collect());
+        let firsts: Vec<_> = kept.iter().map(|v| v.preview.chars().next()).collect();
+        assert_eq!(firsts, [Some('3'), Some('4')], "the newest two, oldest first");
+        let small: Vec<Violation> = (0..3).map(|i| violation(&i.to_string())).collect();
+        assert_eq!(bounded(small.iter().collect()).len(), 3);
+    }
+
+    #[test]
+    fn the_manifest_keeps_to_the_hosts_schema_subset() {
+        let manifest: serde_json::Value =
+            serde_json::from_str(MANIFEST).unwrap_or(serde_json::Value::Null);
+        assert_eq!(manifest["id"], PROVIDER_ID);
+        let methods = manifest["methods"].as_array().cloned().unwrap_or_default();
+        let names: Vec<_> = methods.iter().map(|m| m["name"].clone()).collect();
+        assert_eq!(names, ["status", "reports", "violations"]);
+        const ALLOWED: [&str; 12] = [
+            "type",
+            "oneOf",
+            "properties",
+            "required",
+            "additionalProperties",
+            "items",
+            "enum",
+            "const",
+            "description",
+            "title",
+            "default",
+            "examples",
+        ];
+        fn check(schema: &serde_json::Value, path: &str) {
+            let Some(object) = schema.as_object() else {
+                return assert!(schema.is_boolean(), "{path}: a schema is an object");
+            };
+            for (key, value) in object {
+                assert!(ALLOWED.contains(&key.as_str()), "{path}: {key} is not in the host's subset");
+                match key.as_str() {
+                    "type" => assert!(value.is_string(), "{path}: one type string"),
+                    "properties" => {
+                        for (name, sub) in value.as_object().into_iter().flatten() {
+                            check(sub, &format!("{path}.{name}"));
+                        }
+                    }
+                    "items" | "additionalProperties" => check(value, &format!("{path}[]")),
+                    "oneOf" => {
+                        let options = value.as_array().cloned().unwrap_or_default();
+                        assert!(options.len() >= 2, "{path}: oneOf of two or more");
+                        for sub in &options {
+                            check(sub, &format!("{path}|"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for method in &methods {
+            assert!(method["description"].as_str().is_some_and(|d| !d.is_empty()));
+            check(&method["inputSchema"], "input");
+            check(&method["outputSchema"], "output");
+        }
+    }
+}
