@@ -64,6 +64,7 @@ pkg-faults/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
 	@echo "== building the fault-injection wasm"
 	cargo build --release --target wasm32-unknown-unknown --features fault-injection --target-dir target/faults
 	$(call package,pkg-faults,$(FAULTS_WASM))
+	echo "export { injectFault } from './harness_guard.js'" >> pkg-faults/index.js
 $(FAULTS_INSTALLED): pkg-faults/package.json $(RIG_STAMP)
 	rm -rf $(RIG)/node_modules/harness-guard-faults
 	cp -r pkg-faults $(RIG)/node_modules/harness-guard-faults

@@ -2,6 +2,8 @@
 export interface InspectReport {
   kind: 'deadline' | 'refused' | 'unbound-agent' | 'disposed'
   requestId: string
+  /** The agent (session) whose query it was, when the registry announced it. */
+  sessionId: string | null
   providerId: string
   methodName: string
   deadlineMs: number

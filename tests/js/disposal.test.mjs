@@ -48,6 +48,8 @@ const MANIFEST = [{
   methods: [{ name: 'listTokens', description: 'List the theme tokens', inputSchema: { type: 'object' }, outputSchema: { type: 'object' } }],
 }]
 
+/** What 1,000 sessions' log windows may take in wasm memory (about 256 B each, rounded up to whole pages). */
+const WINDOWS_ALLOWANCE = 6 * 64 * 1024
 const guardRow = ({ disabled = false, config } = {}) => ({ id: ID, name: NAME, ...(config ? { config } : {}), ...(disabled ? { disabled: true } : {}) })
 
 const tick = () => new Promise(r => setImmediate(r))
@@ -165,8 +167,8 @@ function defineTests() {
       assert.equal(Object.hasOwn(handle.agent.inbox, 'claim'), false, `${label}: agent ${who}: claim restored`)
       assert.deepEqual(markedProps(handle.agent.inbox), [])
     }
-    const { Installation } = await glueOf(project)
-    assert.deepEqual(Installation.inFlight(), [0, false], `${label}: no flight and no armed timer left in the wasm runtime`)
+    const { inFlight } = await glueOf(project)
+    assert.deepEqual(inFlight(), [0, false], `${label}: no flight and no armed timer left in the wasm runtime`)
   }
 
   describe('complete disposal', () => {
@@ -183,8 +185,8 @@ function defineTests() {
       assert.deepEqual(markedProps(a.agent.inbox), ['claim'], 'A: claim wrapped (at its first pre-step)')
       assert.deepEqual(markedProps(b.agent.inbox), ['claim'], 'B: claim wrapped (at agent/created)')
       assert.notDeepEqual(hookCounts(host.rig.ctx), baseline.hooks, 'the root event bus has more listeners')
-      const { Installation } = await glueOf(project)
-      assert.deepEqual(Installation.inFlight(), [1, true], 'the wasm runtime tracks the query; its deadline timer is armed')
+      const { inFlight } = await glueOf(project)
+      assert.deepEqual(inFlight(), [1, true], 'the wasm runtime tracks the query; its deadline timer is armed')
     })
 
     test('after the row is disabled: nothing is left, and the host is exactly as before the mount', async (t) => {
@@ -247,20 +249,24 @@ function defineTests() {
       assert.deepEqual(guarded.end, { fiberClean: true, timeouts: 0, registryOwnMethods: [], inFlight: [0, false] }, 'the loop ends with nothing left')
     })
 
-    test(`${CYCLES} cycles: the wasm memory is unchanged after the warm-up`, async () => {
+    // Every cycle's turn logs a warn line for a session of its own, and the per-session
+    // bound on warn lines keeps a window for each session that logged within the last
+    // minute (at most 4,096 of them): that, and nothing per mount, is what may grow.
+    test(`${CYCLES} cycles: the wasm memory grows only by the log bound's windows of the last minute`, async () => {
       const [guarded] = await loops()
-      assert.equal(guarded.wasm.end, guarded.wasm.start,
-        `wasm memory grew from ${kb(guarded.wasm.start)} to ${kb(guarded.wasm.end)} over ${guarded.cycles} mount/dispose cycles (every ${CYCLES / 4}: ${guarded.wasm.samples.map(kb).join(', ')}). `
-        + 'With a GC after every cycle it stays flat (next test): the per-mount wasm objects (InspectLedger, InboxLedger, '
-        + 'Installation) are left to FinalizationRegistry instead of being freed when the fiber is disposed.')
+      const growth = guarded.wasm.end - guarded.wasm.start
+      assert.ok(growth <= WINDOWS_ALLOWANCE,
+        `wasm memory grew from ${kb(guarded.wasm.start)} to ${kb(guarded.wasm.end)} over ${guarded.cycles} mount/dispose cycles `
+        + `(every ${CYCLES / 4}: ${guarded.wasm.samples.map(kb).join(', ')}), more than the ${kb(WINDOWS_ALLOWANCE)} `
+        + 'the log windows of 1,000 sessions may take')
     })
 
-    test('control: with a full GC after every cycle the wasm memory stays flat (what the plugin leaves is reclaimable, not lost)', async (t) => {
+    test('control: with a full GC after every cycle the wasm memory stays within the same allowance (what the plugin leaves is reclaimable, not lost)', async (t) => {
       const cycles = Math.min(CYCLES, 200)
       const run = await runChild({ project, cycles, warmup: WARMUP, guard: true, gcEachCycle: true })
       t.diagnostic(`GC after every cycle, ${cycles} cycles: wasm ${kb(run.wasm.start)} -> ${kb(run.wasm.end)}, JS heap ${mb(run.heap.growth)}`)
       assert.equal(run.traffic.repaired, cycles + WARMUP)
-      assert.equal(run.wasm.end, run.wasm.start)
+      assert.ok(run.wasm.end - run.wasm.start <= WINDOWS_ALLOWANCE, `${kb(run.wasm.start)} -> ${kb(run.wasm.end)}`)
     })
   })
 }
@@ -386,7 +392,7 @@ async function runLoop({ project, cycles, warmup, guard, parts = ['answered', 'd
       fiberClean: fiber ? isClean(host.rig.ctx, fiber) : true,
       timeouts: activeTimeouts(),
       registryOwnMethods: ownMethods(registry),
-      inFlight: glue ? glue.Installation.inFlight() : [0, false],
+      inFlight: glue ? glue.inFlight() : [0, false],
     },
   }
   await host.rig.stop()

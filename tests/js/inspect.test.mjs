@@ -691,7 +691,7 @@ describe('this forwarding and consumer handles', () => {
     assert.equal(self?.[CORDIS_ORIGINAL], rig.raw, '… whose original is the registry');
     assert.deepEqual(args.slice(0, 3), ['client', PROVIDER, METHOD]);
     assert.equal(args[3], input, 'the same input object');
-    assert.equal(args[4], AGENT, 'the same agent object');
+    assert.equal(args[4], rig.agent, 'the same agent object');
     assert.ok(args[5] instanceof AbortSignal, 'a signal the registry can listen on');
     assert.deepEqual(rig.answer(q.requestId, { ok: true, data: VALID_DATA }), { accepted: true });
     await tracked.done;
@@ -699,7 +699,7 @@ describe('this forwarding and consumer handles', () => {
     assert.equal(resolveCalls.length, 1);
     assert.equal(resolveCalls[0].self?.[CORDIS_ORIGINAL], rig.raw);
     assert.notEqual(resolveCalls[0].self, rig.raw);
-    assert.equal(resolveCalls[0].args[0], AGENT);
+    assert.equal(resolveCalls[0].args[0], rig.agent);
 
     const hostSignal = rig.controller().signal;
     await rig.query({ platform: 'host', provider: HOST_PROVIDER, method: HOST_METHOD, signal: hostSignal }).promise;

@@ -470,7 +470,7 @@ async function scaleChild({ arm, n, deadlineMs }) {
   await tick()
   await new Promise((resolve) => setTimeout(resolve, 5))
   const timeouts = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
-  const inFlight = arm === 'hg' ? pkg.glue.Installation.inFlight() : undefined
+  const inFlight = arm === 'hg' ? pkg.glue.inFlight() : undefined
   const pending = host.raw.pending.size
   await dispose()
   return {

@@ -53,6 +53,8 @@ export const INVALID_DATA = Object.freeze({ tokens: ['--fg'], count: 'one' });
 
 /** The requesting agent (the registry reads `agent.id`). */
 export const AGENT = Object.freeze({ id: 'agent-under-test' });
+/** Rigs made so far: each gets an agent of its own, as each test is its own session. */
+let rigs = 0;
 
 /** A host provider for the `platform: "host"` arms. */
 export const HOST_PROVIDER = 'Clock';
@@ -128,6 +130,8 @@ export async function createRegistry({ manifest = MANIFEST, hostProvider = false
     });
   }
   const rig = {
+    /** The agent (session) this rig's queries ask for: its own, so no two tests share a session. */
+    agent: Object.freeze({ id: `agent-under-test-${++rigs}` }),
     ctx,
     fiber,
     /** A fresh proxy read, as a consumer makes it. */
@@ -152,7 +156,7 @@ export async function createRegistry({ manifest = MANIFEST, hostProvider = false
      * `ctx.get('cordisInspect')`). Returns `{ promise, requestId, signal, controller }`;
      * `requestId` is the id the registry announced during the call, if any.
      */
-    query({ platform = 'client', provider = PROVIDER, method = METHOD, input = {}, agent = AGENT, signal, via } = {}) {
+    query({ platform = 'client', provider = PROVIDER, method = METHOD, input = {}, agent = rig.agent, signal, via } = {}) {
       const controller = signal === undefined ? rig.controller() : undefined;
       const used = signal === undefined ? controller.signal : signal;
       const before = requests.length;
@@ -162,7 +166,7 @@ export async function createRegistry({ manifest = MANIFEST, hostProvider = false
     },
     /** A page answer through the registry's own entry point; an explicit `agent` (even `undefined`) is passed as is. */
     answer(requestId, resolution, ...agent) {
-      return rig.svc.resolveClientQuery(agent.length === 0 ? AGENT : agent[0], requestId, resolution);
+      return rig.svc.resolveClientQuery(agent.length === 0 ? rig.agent : agent[0], requestId, resolution);
     },
     /** Mount the guard plugin here; returns `{ fiber, service }`. */
     async mountGuard(config) {
