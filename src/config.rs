@@ -469,17 +469,14 @@ mod tests {
             ])
         );
         let deep = r#"{"a":{"b":{"c":{"d":{"e":{"f":1}}}}}}"#;
-        let Raw::Object(a) = from_json(deep) else {
-            return assert!(false, "an object");
-        };
-        let mut level = &a;
-        for _ in 0..4 {
-            let Some((_, Raw::Object(next))) = level.first() else {
-                return assert!(false, "nested objects down to the depth limit");
-            };
-            level = next;
+        let mut level = from_json(deep);
+        let mut depth = 0;
+        while let Raw::Object(entries) = level {
+            level = entries.into_iter().next().map_or(Raw::Absent, |e| e.1);
+            depth += 1;
         }
-        assert_eq!(level.first().map(|e| &e.1), Some(&Raw::Other("object".into())));
+        assert_eq!(depth, 5, "objects are read down to the depth limit");
+        assert_eq!(level, Raw::Other("object".into()), "and no further");
     }
 
     #[test]

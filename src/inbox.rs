@@ -371,20 +371,6 @@ pub fn repair_summary(probe: &Probe) -> String {
     format!("repaired inbox input ({})", probe.kind())
 }
 
-/// A preview of at most `limit` characters, plus `…` when cut.
-///
-/// `head` is a prefix of the rendering taken on the JavaScript side (so a huge
-/// string is never copied whole); `longer` says the rendering went on past it.
-pub fn preview(head: &str, longer: bool, limit: u32) -> String {
-    let limit = limit as usize;
-    let mut chars = head.char_indices();
-    match chars.nth(limit) {
-        Some((cut, _)) => format!("{}…", head.get(..cut).unwrap_or(head)),
-        None if longer => format!("{head}…"),
-        None => head.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -601,21 +587,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn previews_are_bounded_by_characters() {
-        assert_eq!(preview("hello", false, 80), "hello");
-        assert_eq!(preview("hello", false, 5), "hello");
-        assert_eq!(preview("hello", false, 4), "hell…");
-        assert_eq!(preview("hello", true, 80), "hello…", "cut on the JS side");
-        assert_eq!(
-            preview("ééééé", false, 2),
-            "éé…",
-            "counts characters, not bytes"
-        );
-        assert_eq!(preview("😀😀😀", false, 1), "😀…");
-        assert_eq!(preview("", false, 1), "");
     }
 
     #[test]

@@ -280,7 +280,8 @@ mod tests {
             r.session_id = Some((*session).into());
             l.push(r);
         }
-        let ids = |v: Vec<&InspectReport>| v.iter().map(|r| r.request_id.clone()).collect::<Vec<_>>();
+        let ids =
+            |v: Vec<&InspectReport>| v.iter().map(|r| r.request_id.clone()).collect::<Vec<_>>();
         assert_eq!(ids(l.latest_of("a", 2)), ["inspect-2", "inspect-3"]);
         assert_eq!(ids(l.latest_of("b", 20)), ["inspect-1", "inspect-4"]);
         assert!(l.latest_of("c", 20).is_empty());

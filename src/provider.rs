@@ -262,7 +262,11 @@ mod tests {
         let records: Vec<Violation> = (0..5).map(|i| violation(&format!("{i}{big}"))).collect();
         let kept = bounded(records.iter().collect());
         let firsts: Vec<_> = kept.iter().map(|v| v.preview.chars().next()).collect();
-        assert_eq!(firsts, [Some('3'), Some('4')], "the newest two, oldest first");
+        assert_eq!(
+            firsts,
+            [Some('3'), Some('4')],
+            "the newest two, oldest first"
+        );
         let small: Vec<Violation> = (0..3).map(|i| violation(&i.to_string())).collect();
         assert_eq!(bounded(small.iter().collect()).len(), 3);
     }
@@ -294,7 +298,10 @@ mod tests {
                 return assert!(schema.is_boolean(), "{path}: a schema is an object");
             };
             for (key, value) in object {
-                assert!(ALLOWED.contains(&key.as_str()), "{path}: {key} is not in the host's subset");
+                assert!(
+                    ALLOWED.contains(&key.as_str()),
+                    "{path}: {key} is not in the host's subset"
+                );
                 match key.as_str() {
                     "type" => assert!(value.is_string(), "{path}: one type string"),
                     "properties" => {
@@ -315,7 +322,9 @@ mod tests {
             }
         }
         for method in &methods {
-            assert!(method["description"].as_str().is_some_and(|d| !d.is_empty()));
+            assert!(method["description"]
+                .as_str()
+                .is_some_and(|d| !d.is_empty()));
             check(&method["inputSchema"], "input");
             check(&method["outputSchema"], "output");
         }

@@ -94,13 +94,15 @@ pub fn inject(name: &str) -> Result<(), crate::error::Error> {
         Point::Resolve,
         Point::Apply,
     ];
-    let point = POINTS
-        .into_iter()
-        .find(|p| p.name() == name)
-        .ok_or(crate::error::Error::InvalidInput {
+    let point =
+        POINTS
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or(crate::error::Error::InvalidInput {
             field: "point",
             value: format!("\"{name}\""),
-            expected: "one of claim, preStep, created, sessionEvent, begin, settle, tick, resolve, apply",
+            expected:
+                "one of claim, preStep, created, sessionEvent, begin, settle, tick, resolve, apply",
         })?;
     armed::arm(point);
     Ok(())

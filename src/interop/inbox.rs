@@ -448,7 +448,10 @@ fn repaired(cx: &Ctx, value: &JsValue, probe: &Probe) -> Option<JsValue> {
         ("summary", &summary),
     ]);
     let input = object(&[("content", &Array::of1(&part)), ("source", &source)]);
-    let message = cx.create_user_message.call1(&JsValue::UNDEFINED, &input).ok()?;
+    let message = cx
+        .create_user_message
+        .call1(&JsValue::UNDEFINED, &input)
+        .ok()?;
     (classify(&Probe::from_code(shape(&message))) == Class::Message).then_some(message)
 }
 

@@ -181,9 +181,7 @@ pub(super) fn install(
         unlisten: Some(unlisten),
         warned_unannounced: false,
     };
-    let refused = rt
-        .inspect(|s| s.guards.insert(guard, state))
-        .is_none();
+    let refused = rt.inspect(|s| s.guards.insert(guard, state)).is_none();
     if refused {
         // Cannot happen outside a re-entrant call; installing nothing is the safe answer.
         return Err(Error::HostShape {
@@ -221,13 +219,22 @@ pub fn install_programmatic(
             // The registry is left untouched; the caller gets a disposer that does nothing.
             Err(error @ Error::HostShape { .. }) => {
                 if let Some(warn) = &warn {
-                    let _ = warn.call1(&JsValue::UNDEFINED, &format!("inspect half not installed: {error}").into());
+                    let _ = warn.call1(
+                        &JsValue::UNDEFINED,
+                        &format!("inspect half not installed: {error}").into(),
+                    );
                 }
                 0
             }
             Err(error) => return Err(error),
         };
-        Ok(rt.method(guard, Role::Uninstall, &JsValue::UNDEFINED, &JsValue::UNDEFINED, false))
+        Ok(rt.method(
+            guard,
+            Role::Uninstall,
+            &JsValue::UNDEFINED,
+            &JsValue::UNDEFINED,
+            false,
+        ))
     })
 }
 
@@ -361,7 +368,9 @@ fn explain_invalid_output(rt: &Runtime, request_id: &str, resolution: &JsValue) 
         .call3(&JsValue::UNDEFINED, &schema, &data, &"output".into())
         .ok()?;
     let count = length(&violations)?;
-    let parts: Vec<String> = (0..count).filter_map(|i| at(&violations, i).as_string()).collect();
+    let parts: Vec<String> = (0..count)
+        .filter_map(|i| at(&violations, i).as_string())
+        .collect();
     (!parts.is_empty()).then(|| {
         let joined = parts.join("; ");
         text_of(&joined.into(), MAX_PAGE_TEXT)
@@ -503,11 +512,9 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Arra
         };
         let why = match &ending {
             Ending::Deadline => format!("no page answered within {}ms", report.deadline_ms),
-            Ending::Refused(Refusal::Page { reason, message }) => format!(
-                "the page refused ({}: {})",
-                escape(reason),
-                escape(message)
-            ),
+            Ending::Refused(Refusal::Page { reason, message }) => {
+                format!("the page refused ({}: {})", escape(reason), escape(message))
+            }
             Ending::Refused(r) => format!("the page refused ({})", r.reason()),
             Ending::Disposed => "the guard was stopped while it waited".to_owned(),
         };
@@ -553,5 +560,6 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
 
 /// Whether a guard is installed (for the provider's status).
 pub(super) fn config_of(rt: &Runtime, guard: u32) -> Option<InspectConfig> {
-    rt.inspect(|s| s.guards.get(&guard).map(|g| g.config)).flatten()
+    rt.inspect(|s| s.guards.get(&guard).map(|g| g.config))
+        .flatten()
 }

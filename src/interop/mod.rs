@@ -276,12 +276,16 @@ pub fn raw_config(value: &JsValue) -> Raw {
 }
 
 fn unreadable(value: &JsValue) -> Raw {
-    Raw::Other(
-        value
-            .js_typeof()
-            .as_string()
-            .map_or_else(|| "unreadable".into(), |t| if t == "object" { "unreadable".into() } else { t }),
-    )
+    Raw::Other(value.js_typeof().as_string().map_or_else(
+        || "unreadable".into(),
+        |t| {
+            if t == "object" {
+                "unreadable".into()
+            } else {
+                t
+            }
+        },
+    ))
 }
 
 /// Find which field of a value that could not be copied is at fault.

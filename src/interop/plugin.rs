@@ -20,8 +20,8 @@ use wasm_bindgen::JsCast;
 use super::fault::{self, Point};
 use super::runtime::{with, Role, Runtime};
 use super::{
-    call, emit, get, get_fn, get_string, inbox, inspect, object, original_of,
-    raw_config, to_js, unwatch, watch,
+    call, emit, get, get_fn, get_string, inbox, inspect, object, original_of, raw_config, to_js,
+    unwatch, watch,
 };
 use crate::config::{self, Config};
 use crate::error::Error;
@@ -107,7 +107,10 @@ fn wire(rt: &Runtime, id: u32, ctx: &JsValue, config: &Config) -> Result<(), Err
     let service = |records: &str, list: Role, counts: Role, zeros: JsValue, reset: Role| {
         object(&[
             (records, &rt.method(id, list, &none, &empty, false).into()),
-            ("counts", &rt.method(id, counts, &none, &zeros, false).into()),
+            (
+                "counts",
+                &rt.method(id, counts, &none, &zeros, false).into(),
+            ),
             ("reset", &rt.method(id, reset, &none, &none, false).into()),
         ])
     };
@@ -116,23 +119,35 @@ fn wire(rt: &Runtime, id: u32, ctx: &JsValue, config: &Config) -> Result<(), Err
         "reports",
         Role::Reports,
         Role::InspectCounts,
-        to_js(&Failed { counts: &InspectCounts::default(), failed: failed.as_deref() }),
+        to_js(&Failed {
+            counts: &InspectCounts::default(),
+            failed: failed.as_deref(),
+        }),
         Role::InspectReset,
     );
     let inbox_service = service(
         "violations",
         Role::Violations,
         Role::InboxCounts,
-        to_js(&Failed { counts: &InboxCounts::default(), failed: failed.as_deref() }),
+        to_js(&Failed {
+            counts: &InboxCounts::default(),
+            failed: failed.as_deref(),
+        }),
         Role::InboxReset,
     );
     host_call("provide", &[&"inspectClientGuard".into(), &inspect_service])?;
     host_call("provide", &[&"inboxInputGuard".into(), &inbox_service])?;
     let records = rt.method(id, Role::Records, &none, &none, false);
-    host_call("effect", &[&records.into(), &"harness-guard: records".into()])?;
+    host_call(
+        "effect",
+        &[&records.into(), &"harness-guard: records".into()],
+    )?;
     if config.inbox.enabled {
         let effect = rt.method(id, Role::Inbox, &none, &none, false);
-        host_call("effect", &[&effect.into(), &"harness-guard: inbox.claim guard".into()])?;
+        host_call(
+            "effect",
+            &[&effect.into(), &"harness-guard: inbox.claim guard".into()],
+        )?;
     }
     if config.inspect.enabled || config.inbox.enabled {
         let services: JsValue = Array::of1(&"cordisInspect".into()).into();
@@ -163,10 +178,22 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
     let none = JsValue::UNDEFINED;
     Ok(match role {
         Role::Reports => read(rt, id, Array::new().into(), |m| {
-            Some(to_js(&m.inspect_ledger.try_borrow().ok()?.records().collect::<Vec<_>>()))
+            Some(to_js(
+                &m.inspect_ledger
+                    .try_borrow()
+                    .ok()?
+                    .records()
+                    .collect::<Vec<_>>(),
+            ))
         }),
         Role::Violations => read(rt, id, Array::new().into(), |m| {
-            Some(to_js(&m.inbox_ledger.try_borrow().ok()?.records().collect::<Vec<_>>()))
+            Some(to_js(
+                &m.inbox_ledger
+                    .try_borrow()
+                    .ok()?
+                    .records()
+                    .collect::<Vec<_>>(),
+            ))
         }),
         Role::InspectCounts => read(rt, id, to_js(&InspectCounts::default()), |m| {
             Some(to_js(m.inspect_ledger.try_borrow().ok()?.counts()))
@@ -182,17 +209,22 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
             with_ledgers(rt, id, |_, inbox| inbox.reset());
             none
         }
-        Role::Records => rt.method(id, Role::RecordsDispose, &none, &none, false).into(),
+        Role::Records => rt
+            .method(id, Role::RecordsDispose, &none, &none, false)
+            .into(),
         Role::RecordsDispose => {
             forget(rt, id);
             none
         }
         Role::Inbox => {
             install_inbox(rt, id)?;
-            rt.method(id, Role::InboxDispose, &none, &none, false).into()
+            rt.method(id, Role::InboxDispose, &none, &none, false)
+                .into()
         }
         Role::InboxDispose => {
-            let guard = rt.plugin(|s| s.mounts.get_mut(&id)?.inbox_guard.take()).flatten();
+            let guard = rt
+                .plugin(|s| s.mounts.get_mut(&id)?.inbox_guard.take())
+                .flatten();
             if let Some(guard) = guard {
                 inbox::dispose(rt, guard);
             }
@@ -213,7 +245,12 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
 }
 
 /// `f` of a live mount; `empty` for a mount that is gone (disposed) or records that are busy.
-fn read(rt: &Runtime, id: u32, empty: JsValue, f: impl FnOnce(&Mount) -> Option<JsValue>) -> JsValue {
+fn read(
+    rt: &Runtime,
+    id: u32,
+    empty: JsValue,
+    f: impl FnOnce(&Mount) -> Option<JsValue>,
+) -> JsValue {
     rt.plugin(|s| s.mounts.get(&id).and_then(f))
         .flatten()
         .unwrap_or(empty)
@@ -277,7 +314,12 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
     let Some((config, ledger, warn, validate)) = rt
         .plugin(|s| {
             let m = s.mounts.get(&mount)?;
-            Some((m.config, m.inspect_ledger.clone(), m.warn.clone(), m.validate.clone()))
+            Some((
+                m.config,
+                m.inspect_ledger.clone(),
+                m.warn.clone(),
+                m.validate.clone(),
+            ))
         })
         .flatten()
     else {
@@ -302,7 +344,9 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
         }
     }
     let unregister = register_provider(rt, mount, &registry, &config).unwrap_or_else(|error| {
-        say(&format!("HarnessGuard inspect provider not registered: {error}"));
+        say(&format!(
+            "HarnessGuard inspect provider not registered: {error}"
+        ));
         None
     });
     let id = rt.next_id();
@@ -310,13 +354,20 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
         if let Some(m) = s.mounts.get_mut(&mount) {
             m.inspect_guards.extend(guard);
         }
-        s.attachments.insert(id, Attachment { mount, guard, unregister });
+        s.attachments.insert(
+            id,
+            Attachment {
+                mount,
+                guard,
+                unregister,
+            },
+        );
     });
     let none = JsValue::UNDEFINED;
     let effect = rt.method(id, Role::Attach, &none, &none, false);
     let label = "harness-guard: cordisInspect client-query guard and HarnessGuard provider";
-    let registered = get_fn(sub, "effect")
-        .is_some_and(|f| f.call2(sub, &effect, &label.into()).is_ok());
+    let registered =
+        get_fn(sub, "effect").is_some_and(|f| f.call2(sub, &effect, &label.into()).is_ok());
     if !registered {
         detach(rt, id);
     }
@@ -349,7 +400,8 @@ fn register_provider(
     let Some(register) = get_fn(registry, "register") else {
         return Ok(None);
     };
-    let manifest = js_sys::JSON::parse(provider::MANIFEST).map_err(|_| "its manifest".to_owned())?;
+    let manifest =
+        js_sys::JSON::parse(provider::MANIFEST).map_err(|_| "its manifest".to_owned())?;
     let zeros = (InspectCounts::default(), InboxCounts::default());
     let failed = Error::StoodDown.to_string();
     let fallback = object(&[
@@ -363,13 +415,16 @@ fn register_provider(
             }),
         ),
         ("reports", &object(&[("reports", &Array::new().into())])),
-        ("violations", &object(&[("violations", &Array::new().into())])),
+        (
+            "violations",
+            &object(&[("violations", &Array::new().into())]),
+        ),
     ]);
     let query = rt.method(mount, Role::Provider, &JsValue::UNDEFINED, &fallback, true);
     let registration = object(&[("manifest", &manifest), ("query", &query.into())]);
-    let disposer = register
-        .call1(registry, &registration)
-        .map_err(|e| get_string(&e, "message").unwrap_or_else(|| "the registry refused it".into()))?;
+    let disposer = register.call1(registry, &registration).map_err(|e| {
+        get_string(&e, "message").unwrap_or_else(|| "the registry refused it".into())
+    })?;
     Ok(disposer.dyn_into::<Function>().ok())
 }
 
@@ -381,11 +436,14 @@ fn answer(
     input: &JsValue,
     options: &JsValue,
 ) -> Result<JsValue, Error> {
-    let method = method.as_string().and_then(|m| Method::of(&m)).ok_or(Error::InvalidInput {
-        field: "method",
-        value: "an unknown method".into(),
-        expected: "status, reports or violations",
-    })?;
+    let method = method
+        .as_string()
+        .and_then(|m| Method::of(&m))
+        .ok_or(Error::InvalidInput {
+            field: "method",
+            value: "an unknown method".into(),
+            expected: "status, reports or violations",
+        })?;
     let session = get(options, "agent")
         .and_then(|a| get_string(&a, "id"))
         .unwrap_or_default();
@@ -398,7 +456,10 @@ fn answer(
         let m = s.mounts.get(&mount)?;
         Some(match method {
             Method::Status => {
-                let inspect_config = m.inspect_guards.first().and_then(|g| inspect::config_of(rt, *g));
+                let inspect_config = m
+                    .inspect_guards
+                    .first()
+                    .and_then(|g| inspect::config_of(rt, *g));
                 let inspect = m.inspect_ledger.try_borrow().ok()?;
                 let inbox = m.inbox_ledger.try_borrow().ok()?;
                 to_js(&Status {
@@ -409,7 +470,11 @@ fn answer(
                         u32::try_from(in_flight).unwrap_or(u32::MAX),
                         inspect.counts(),
                     ),
-                    inbox: InboxStatus::new(&m.config.inbox, m.inbox_guard.is_some(), inbox.counts()),
+                    inbox: InboxStatus::new(
+                        &m.config.inbox,
+                        m.inbox_guard.is_some(),
+                        inbox.counts(),
+                    ),
                 })
             }
             Method::Reports => {

@@ -114,7 +114,9 @@ fn token(id: u32, role: Role) -> u32 {
 
 impl Role {
     fn of(token: u32) -> Option<Self> {
-        ROLES.get((token & ((1 << ROLE_BITS) - 1)) as usize).copied()
+        ROLES
+            .get((token & ((1 << ROLE_BITS) - 1)) as usize)
+            .copied()
     }
 
     /// The entry point a role is, for fault logs and fault injection.
@@ -239,13 +241,13 @@ impl Runtime {
             shape: &crate::inbox::SHAPE_LAYOUT,
         }));
         let dispatch: Closure<Dispatch> = Closure::new(
-            |token: u32, previous: JsValue, this: JsValue, args: Array| {
-                match with(|rt| rt.route(token, &previous, &this, &args)) {
-                    Ok(value) => value,
-                    Err(error) => {
-                        raise(&error);
-                        JsValue::UNDEFINED
-                    }
+            |token: u32, previous: JsValue, this: JsValue, args: Array| match with(|rt| {
+                rt.route(token, &previous, &this, &args)
+            }) {
+                Ok(value) => value,
+                Err(error) => {
+                    raise(&error);
+                    JsValue::UNDEFINED
                 }
             },
         );

@@ -1,6 +1,6 @@
 //! Cases shared by every host the boundary tests run on.
 
-use harness_guard::{install_inspect_guard, parse_config, InspectLedger};
+use harness_guard::{in_flight, install_inspect_client_guard, parse_config};
 use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -11,8 +11,10 @@ extern "C" {
     type FakeRegistry;
     #[wasm_bindgen(constructor)]
     fn new() -> FakeRegistry;
-    #[wasm_bindgen(js_name = hooksFor)]
-    fn hooks_for(registry: &FakeRegistry) -> JsValue;
+    #[wasm_bindgen(js_name = newHost)]
+    fn new_host() -> JsValue;
+    #[wasm_bindgen(js_name = configWithFunction)]
+    fn config_with_function() -> JsValue;
     #[wasm_bindgen(js_name = newSignal)]
     fn new_signal() -> JsValue;
     #[wasm_bindgen(js_name = hasOwn)]
@@ -37,17 +39,13 @@ fn options(deadline_ms: f64) -> JsValue {
     o.into()
 }
 
-fn install(
-    registry: &FakeRegistry,
-    deadline_ms: f64,
-) -> Result<harness_guard::Installation, JsValue> {
-    let hooks = get(&hooks_for(registry), "hooks");
-    install_inspect_guard(
-        registry.into(),
-        options(deadline_ms),
-        &InspectLedger::new(),
-        hooks,
-    )
+/// The programmatic install; returns its `dispose()`.
+fn install(registry: &FakeRegistry, deadline_ms: f64) -> Result<js_sys::Function, JsValue> {
+    install_inspect_client_guard(registry.into(), options(deadline_ms), new_host())
+}
+
+fn dispose(f: &js_sys::Function) {
+    f.call0(&JsValue::UNDEFINED).unwrap();
 }
 
 #[wasm_bindgen_test]
@@ -70,30 +68,39 @@ fn defaults_come_back_normalized() {
 }
 
 #[wasm_bindgen_test]
-fn a_registry_without_resolve_is_left_untouched() {
+fn a_field_no_copy_can_hold_is_named() {
+    let err = parse_config(config_with_function()).unwrap_err();
+    assert_eq!(get(&err, "field"), "inspect.deadlineMs");
+    let message = get(&err, "message").as_string().unwrap();
+    assert!(message.contains("a value of type function"), "{message}");
+}
+
+#[wasm_bindgen_test]
+fn a_registry_without_resolve_is_left_untouched_with_a_warning() {
     let bare = Object::new();
     let query = js_sys::Function::new_no_args("return 1");
     Reflect::set(&bare, &"query".into(), &query).unwrap();
-    let hooks = get(&hooks_for(&FakeRegistry::new()), "hooks");
-    let err = install_inspect_guard(
-        bare.clone().into(),
-        options(10.0),
-        &InspectLedger::new(),
-        hooks,
-    )
-    .unwrap_err();
-    assert_eq!(get(&err, "code"), "HARNESS_GUARD_HOST_SHAPE");
+    let host = new_host();
+    let inert =
+        install_inspect_client_guard(bare.clone().into(), options(10.0), host.clone()).unwrap();
     assert_eq!(
         get(&bare, "query"),
         JsValue::from(query),
         "nothing was patched"
     );
+    let warnings = get(&host, "warnings");
+    assert!(js_sys::JSON::stringify(&warnings)
+        .unwrap()
+        .as_string()
+        .unwrap()
+        .contains("resolveClientQuery"));
+    dispose(&inert);
 }
 
 #[wasm_bindgen_test]
 async fn host_queries_pass_through_with_the_callers_this() {
     let registry = FakeRegistry::new();
-    let mut installed = install(&registry, 1000.0).unwrap();
+    let installed = install(&registry, 1000.0).unwrap();
     let target: JsValue = registry.clone();
     assert!(has_own(&target, "query"), "the wrapper is an own property");
     assert!(get(&marker_of(&get(&target, "query")), "original").is_function());
@@ -105,7 +112,7 @@ async fn host_queries_pass_through_with_the_callers_this() {
         seen_this_is(&registry, 0, &target),
         "this reached the previous method unchanged"
     );
-    installed.dispose();
+    dispose(&installed);
     assert!(
         !has_own(&target, "query"),
         "restored: the inherited method shows again"
@@ -117,18 +124,21 @@ async fn host_queries_pass_through_with_the_callers_this() {
 async fn a_second_install_wraps_nothing() {
     let registry = FakeRegistry::new();
     let target: JsValue = registry.clone();
-    let mut first = install(&registry, 1000.0).unwrap();
+    let first = install(&registry, 1000.0).unwrap();
     let wrapper = get(&target, "query");
     let second = install(&registry, 1000.0).unwrap();
-    assert!(!second.active(), "the second install is inert");
-    assert_eq!(get(&target, "query"), wrapper);
-    drop(second);
     assert_eq!(
         get(&target, "query"),
         wrapper,
-        "dropping the inert one restores nothing"
+        "the second install is inert"
     );
-    first.dispose();
+    dispose(&second);
+    assert_eq!(
+        get(&target, "query"),
+        wrapper,
+        "disposing the inert one restores nothing"
+    );
+    dispose(&first);
     assert!(!has_own(&target, "query"));
 }
 
@@ -136,7 +146,7 @@ async fn a_second_install_wraps_nothing() {
 async fn a_deadline_rejects_with_a_coded_error_and_clears_the_entry() {
     let registry = FakeRegistry::new();
     let target: JsValue = registry.clone();
-    let mut installed = install(&registry, 20.0).unwrap();
+    let installed = install(&registry, 20.0).unwrap();
     let err = JsFuture::from(call_query(&target, "client", "a", &new_signal()))
         .await
         .unwrap_err();
@@ -151,28 +161,25 @@ async fn a_deadline_rejects_with_a_coded_error_and_clears_the_entry() {
         0,
         "the registry's abort path removed the entry"
     );
-    let in_flight = harness_guard::Installation::in_flight();
+    let in_flight = in_flight();
     assert_eq!(in_flight.get(0), 0);
     assert_eq!(
         in_flight.get(1),
         JsValue::FALSE,
         "no timer outlives its query"
     );
-    installed.dispose();
+    dispose(&installed);
 }
 
 #[wasm_bindgen_test]
 async fn disposal_rejects_flights_at_once() {
     let registry = FakeRegistry::new();
     let target: JsValue = registry.clone();
-    let mut installed = install(&registry, 60_000.0).unwrap();
+    let installed = install(&registry, 60_000.0).unwrap();
     let waiting = call_query(&target, "client", "a", &new_signal());
-    installed.dispose();
+    dispose(&installed);
     let err = JsFuture::from(waiting).await.unwrap_err();
     assert_eq!(get(&err, "code"), "INSPECT_CLIENT_GUARD_DISPOSED");
     assert_eq!(pending_size(&registry), 0);
-    assert_eq!(
-        harness_guard::Installation::in_flight().get(1),
-        JsValue::FALSE
-    );
+    assert_eq!(in_flight().get(1), JsValue::FALSE);
 }
