@@ -419,9 +419,10 @@ export async function bootProfile({
 // A consumer project with the packed plugin installed
 
 /**
- * Make a fresh project that has the tarball `npm install`ed (offline,
- * `--legacy-peer-deps`: peers are not fetched) next to the pinned host
- * packages. `hostMode: 'copy'` (default) copies the `@deepseek-ai` scope from
+ * Make a fresh project that has the tarball `npm install`ed
+ * (`--prefer-offline`: only the regular dependency's metadata may be fetched,
+ * once, on a clean npm cache; `--legacy-peer-deps`: peers are not fetched)
+ * next to the pinned host packages. `hostMode: 'copy'` (default) copies the `@deepseek-ai` scope from
  * the host project and symlinks the rest, so the loader really lives in this
  * project and resolves the plugin by plain `import()` with no node flag;
  * `'symlink'` links everything (no copy), which needs `--expose-internals`.
@@ -430,7 +431,7 @@ export async function bootProfile({
 export function makeConsumerProject({ tarball, hostDir = HOST_DIR, dir = mkdtempSync(join(tmpdir(), 'hg-consumer-')), hostMode = 'copy', npm = 'npm' }) {
   mkdirSync(dir, { recursive: true })
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'hg-consumer', private: true, type: 'module' }, null, 2) + '\n')
-  const result = spawnSync(npm, ['install', '--offline', '--legacy-peer-deps', '--no-audit', '--no-fund', '--ignore-scripts', resolve(tarball)], { cwd: dir, encoding: 'utf8' })
+  const result = spawnSync(npm, ['install', '--prefer-offline', '--legacy-peer-deps', '--no-audit', '--no-fund', '--ignore-scripts', resolve(tarball)], { cwd: dir, encoding: 'utf8' })
   if (result.status !== 0) throw new Error(`npm install ${tarball} failed (${result.status}): ${result.stderr || result.error}`)
   const from = join(hostDir, 'node_modules')
   const to = join(dir, 'node_modules')
