@@ -21,8 +21,20 @@ export const ORIGINAL = Symbol.for('cordis.original')
 /** What a plugin passes to `agent.followup` in the poisoned-inbox scenarios. */
 export const BARE = 'a bare string from a plugin'
 
-/** The pinned host project (the directory holding tests/js/package.json). */
-export const HOST_DIR = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
+/**
+ * The host project the suites run against: the nearest directory at or above
+ * the suites that holds a package.json. That is tests/js (the pinned rig), or
+ * tests/rig-next when `make test-js-next` runs a copy of the suites from
+ * tests/rig-next/suite.
+ */
+export const HOST_DIR = findHostDir(fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, ''))
+
+function findHostDir(start) {
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir
+    if (dirname(dir) === dir) throw new Error(`no package.json at or above ${start}`)
+  }
+}
 
 /** Cordis 4 `FiberState` values (a `const enum` upstream: no runtime object). */
 export const FiberState = Object.freeze({ PENDING: 0, LOADING: 1, ACTIVE: 2, FAILED: 3, DISPOSED: 4, UNLOADING: 5 })
