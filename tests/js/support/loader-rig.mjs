@@ -21,8 +21,20 @@ export const ORIGINAL = Symbol.for('cordis.original')
 /** What a plugin passes to `agent.followup` in the poisoned-inbox scenarios. */
 export const BARE = 'a bare string from a plugin'
 
-/** The pinned host project (the directory holding tests/js/package.json). */
-export const HOST_DIR = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
+/**
+ * The host project the suites run against: the nearest directory at or above
+ * the suites that holds a package.json. That is tests/js (the pinned rig), or
+ * tests/rig-next when `make test-js-next` runs a copy of the suites from
+ * tests/rig-next/suite.
+ */
+export const HOST_DIR = findHostDir(fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, ''))
+
+function findHostDir(start) {
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir
+    if (dirname(dir) === dir) throw new Error(`no package.json at or above ${start}`)
+  }
+}
 
 /** Cordis 4 `FiberState` values (a `const enum` upstream: no runtime object). */
 export const FiberState = Object.freeze({ PENDING: 0, LOADING: 1, ACTIVE: 2, FAILED: 3, DISPOSED: 4, UNLOADING: 5 })
@@ -419,9 +431,10 @@ export async function bootProfile({
 // A consumer project with the packed plugin installed
 
 /**
- * Make a fresh project that has the tarball `npm install`ed (offline,
- * `--legacy-peer-deps`: peers are not fetched) next to the pinned host
- * packages. `hostMode: 'copy'` (default) copies the `@deepseek-ai` scope from
+ * Make a fresh project that has the tarball `npm install`ed
+ * (`--prefer-offline`: only the regular dependency's metadata may be fetched,
+ * once, on a clean npm cache; `--legacy-peer-deps`: peers are not fetched)
+ * next to the pinned host packages. `hostMode: 'copy'` (default) copies the `@deepseek-ai` scope from
  * the host project and symlinks the rest, so the loader really lives in this
  * project and resolves the plugin by plain `import()` with no node flag;
  * `'symlink'` links everything (no copy), which needs `--expose-internals`.
@@ -430,7 +443,7 @@ export async function bootProfile({
 export function makeConsumerProject({ tarball, hostDir = HOST_DIR, dir = mkdtempSync(join(tmpdir(), 'hg-consumer-')), hostMode = 'copy', npm = 'npm' }) {
   mkdirSync(dir, { recursive: true })
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'hg-consumer', private: true, type: 'module' }, null, 2) + '\n')
-  const result = spawnSync(npm, ['install', '--offline', '--legacy-peer-deps', '--no-audit', '--no-fund', '--ignore-scripts', resolve(tarball)], { cwd: dir, encoding: 'utf8' })
+  const result = spawnSync(npm, ['install', '--prefer-offline', '--legacy-peer-deps', '--no-audit', '--no-fund', '--ignore-scripts', resolve(tarball)], { cwd: dir, encoding: 'utf8' })
   if (result.status !== 0) throw new Error(`npm install ${tarball} failed (${result.status}): ${result.stderr || result.error}`)
   const from = join(hostDir, 'node_modules')
   const to = join(dir, 'node_modules')
