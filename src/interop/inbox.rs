@@ -84,7 +84,16 @@ pub(super) fn install(
         pruned_at: 0,
         unlisten: Vec::new(),
     };
-    rt.inbox(|state| state.guards.insert(guard, guard_state));
+    if rt
+        .inbox(|state| state.guards.insert(guard, guard_state))
+        .is_none()
+    {
+        // Cannot happen outside a re-entrant call; installing nothing is the safe answer.
+        return Err(crate::error::Error::HostShape {
+            target: "the inbox guard's host",
+            missing: vec!["a guard state free to record the install"],
+        });
+    }
     let prepend = object(&[("prepend", &JsValue::TRUE)]);
     let mut unlisten = Vec::new();
     for (event, role, options) in [
@@ -152,21 +161,25 @@ fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
     else {
         return;
     };
-    // Dropping a handle of a collected inbox restores nothing; do it after the borrow anyway.
-    let dead = rt.inbox(|state| {
-        let g = state.guards.get_mut(&guard)?;
+    // Handles are dropped after the borrow: dropping one restores its slot, a call
+    // into JavaScript (a handle of a collected inbox restores nothing, but the rule holds).
+    let dropped = rt.inbox(|state| {
+        let Some(g) = state.guards.get_mut(&guard) else {
+            // The guard went away meanwhile: this patch is undone at once.
+            return vec![patch];
+        };
         g.patches.push(patch);
         if g.patches.len() <= 2 * g.pruned_at.max(PRUNE_FLOOR) {
-            return None;
+            return Vec::new();
         }
         let (live, dead): (Vec<_>, Vec<_>) = std::mem::take(&mut g.patches)
             .into_iter()
             .partition(PatchHandle::is_alive);
         g.patches = live;
         g.pruned_at = g.patches.len();
-        Some(dead)
+        dead
     });
-    drop(dead);
+    drop(dropped);
 }
 
 /// `agent/created`: wrap the new agent's inbox. Never throws (a throw would veto the agent).
