@@ -105,8 +105,11 @@ lint: .wasm-target
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --all-targets -- -D warnings
 
+# Unit and doc tests, then the property tests with the number of cases each ran.
 test-rust:
-	cargo test
+	cargo test --lib
+	cargo test --doc
+	cargo test --test properties -- --show-output
 
 test-wasm: tools $(RIG_STAMP)
 	PATH="$(dir $(NODE)):$$PATH" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=$(TEST_RUNNER) \
