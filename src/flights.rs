@@ -298,8 +298,8 @@ impl Flights {
     /// A page refused a request (or its answer failed validation) at `now`.
     ///
     /// Only a refusal from the asking agent's session counts, as the registry
-    /// itself only accepts answers from it. The first refusal is kept; the
-    /// flight becomes due at `min(deadline, now + grace)`.
+    /// itself only accepts answers from it, and only one before the deadline.
+    /// The first refusal is kept; the flight becomes due at `min(deadline, now + grace)`.
     pub fn refuse(
         &mut self,
         request_id: &str,
@@ -314,6 +314,10 @@ impl Flights {
             return RefusalEffect::Ignored;
         };
         if flight.ending.is_some() || flight.agent_id.as_deref() != agent_id {
+            return RefusalEffect::Ignored;
+        }
+        // The deadline passed first (the timer is only late): it decides.
+        if now > flight.deadline_at {
             return RefusalEffect::Ignored;
         }
         if flight.refusal.is_some() {
