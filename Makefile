@@ -62,10 +62,14 @@ define package
 	cp README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE $(1)/
 endef
 
+# The shipped wasm names no path of the machine that built it (panic locations of
+# the dependencies would otherwise carry the cargo home).
+RELEASE_FLAGS := RUSTFLAGS="--remap-path-prefix=$${CARGO_HOME:-$$HOME/.cargo}=cargo --remap-path-prefix=$(CURDIR)=harness-guard"
+
 pkg: pkg/package.json
 pkg/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
 	@echo "== building the release wasm"
-	cargo build --release --target wasm32-unknown-unknown
+	$(RELEASE_FLAGS) cargo build --release --target wasm32-unknown-unknown
 	$(call package,pkg,$(WASM))
 	@echo "== pkg/ ready: $$(wc -c < pkg/harness_guard_bg.wasm) bytes of wasm"
 
@@ -77,7 +81,7 @@ NEXT_FAULTS_INSTALLED := $(NEXT)/node_modules/harness-guard-faults/package.json
 pkg-faults: pkg-faults/package.json
 pkg-faults/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
 	@echo "== building the fault-injection wasm"
-	cargo build --release --target wasm32-unknown-unknown --features fault-injection --target-dir target/faults
+	$(RELEASE_FLAGS) cargo build --release --target wasm32-unknown-unknown --features fault-injection --target-dir target/faults
 	$(call package,pkg-faults,$(FAULTS_WASM))
 	echo "export { injectFault } from './harness_guard.js'" >> pkg-faults/index.js
 tests/%/node_modules/harness-guard-faults/package.json: pkg-faults/package.json tests/%/node_modules/.rig-installed
