@@ -253,7 +253,6 @@ impl Runtime {
         );
         let admit = Closure::<dyn Fn(u32, bool, bool) -> bool>::new(
             |guard: u32, is_signal: bool, aborted: bool| {
-                fault::check(Point::Begin);
                 with(|rt| inspect::admit(rt, guard, is_signal, aborted))
             },
         );
