@@ -70,8 +70,12 @@ async function loadedHost(t, { guarded }) {
   registry.syncClientManifest(MANIFEST);
   const raw = rawOf(registry);
   const announced = [];
+  const askedBy = new Map();
   const resolved = new Map();
-  rig.ctx.on('cordis/inspect-query', (request) => announced.push(request.requestId));
+  rig.ctx.on('cordis/inspect-query', (request) => {
+    announced.push(request.requestId);
+    askedBy.set(request.requestId, request.agentId);
+  });
   rig.ctx.on('cordis/inspect-query-resolved', ({ requestId }) => resolved.set(requestId, (resolved.get(requestId) ?? 0) + 1));
 
   let services = {};
@@ -94,7 +98,7 @@ async function loadedHost(t, { guarded }) {
     }
   }
   for (const agent of agents) assert.equal(agent.inbox.nextStep.length + agent.inbox.nextTurn.length, 1);
-  return { rig, registry, raw, announced, resolved, services, agents };
+  return { rig, registry, raw, announced, askedBy, resolved, services, agents };
 }
 
 /** Ask `QUERIES` client queries, round-robin over the agents; each is tracked, never left unhandled. */
@@ -166,7 +170,7 @@ test('guarded: 10,000 waiting queries and 1,000 poisoned agents at once — ever
   });
 
   const host = await loadedHost(t, { guarded: true });
-  const { rig, registry, raw, announced, resolved, services, agents } = host;
+  const { rig, registry, raw, announced, askedBy, resolved, services, agents } = host;
   const timeoutsBefore = activeTimeouts();
   const started = performance.now();
 
@@ -231,12 +235,11 @@ test('guarded: 10,000 waiting queries and 1,000 poisoned agents at once — ever
   const inspectCounts = { ...services.inspect.counts() };
   const inboxCounts = { ...services.inbox.counts() };
   assert.deepEqual(inspectCounts, { deadline: QUERIES, refused: 0, unboundAgent: 0, disposed: 0 });
-  const asked = new Set(announced);
   const reports = services.inspect.reports();
   assert.ok(reports.length > 0);
-  const odd = reports.filter((r) => r.kind !== 'deadline' || !asked.has(r.requestId)
+  const odd = reports.filter((r) => r.kind !== 'deadline' || !askedBy.has(r.requestId) || r.sessionId !== askedBy.get(r.requestId)
     || r.providerId !== PROVIDER || r.methodName !== METHOD || r.deadlineMs !== DEADLINE_MS);
-  assert.deepEqual(odd.slice(0, 3), [], 'each report names its request, provider, method and deadline');
+  assert.deepEqual(odd.slice(0, 3), [], 'each report names its request, the asking agent\'s session, provider, method and deadline');
   const scalars = agents.filter((_, i) => isScalar(poison(i))).length;
   assert.deepEqual(inboxCounts, { repaired: scalars, quarantined: AGENTS - scalars, observed: AGENTS / 2 });
   assert.deepEqual(faults, [], 'no uncaught exception or unhandled rejection');
