@@ -222,12 +222,13 @@ export async function createRig(options = {}) {
       return rig.createAgent({ sessionId, seed: plainLog(events) });
     },
 
-    /** Dispose one agent (stops its loop, removes its session). */
+    /** Dispose one agent (stops its loop, removes its session) and forget the events it published. */
     async disposeAgent(agent) {
       const index = handles.findIndex((h) => h.agent === agent);
       if (index < 0) return;
       const [handle] = handles.splice(index, 1);
       await handle.dispose();
+      published.delete(agent.id);
     },
 
     /** The session log, as the session holds it (includes seeded events). */
