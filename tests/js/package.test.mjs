@@ -655,3 +655,20 @@ const badKind: InspectReport['kind'] = 'timeout'
 
 void pluginName; void injected; void mode; void raw; void counts; void reports; void action; void origin; void inboxCounts; void otherName; void badKind
 `
+
+test('injectFault ships only in the fault-injection build: the tarball never names it, pkg-faults\' index.js and glue do', (t) => {
+  const tarball = findTarball()
+  const unpacked = mkdtempSync(join(tmpdir(), 'hg-unpacked-'))
+  t.after(() => rmSync(unpacked, { recursive: true, force: true }))
+  tar(['-xzf', tarball, '-C', unpacked])
+  const shipped = join(unpacked, 'package')
+  const files = (dir) => readdirSync(dir, { recursive: true }).map(String).filter(f => /\.(js|ts|wasm)$/.test(f)).sort()
+  const names = (dir, file) => readFileSync(join(dir, file)).includes('injectFault')
+  const glue = ['index.js', 'harness_guard.js', 'harness_guard.d.ts', 'harness_guard_bg.wasm']
+  assert.ok(glue.every(f => files(shipped).includes(f)), 'the tarball holds the main module and the glue')
+  assert.deepEqual(files(shipped).filter(f => names(shipped, f)), [], 'no shipped file names injectFault')
+
+  const faults = join(REPO, 'pkg-faults')
+  assert.ok(existsSync(join(faults, 'package.json')), 'pkg-faults/ is built: run `make pkg-faults` first')
+  assert.deepEqual(glue.filter(f => !names(faults, f)), [], 'control: the fault-injection build names injectFault in its main module, glue and wasm')
+})

@@ -1,0 +1,344 @@
+// Failing open, on the real host: a real wasm trap at every entry point.
+//
+// Each case runs `fixtures/fault-case.mjs` in a Node process of its own (the wasm
+// instance, and so a fault, lives as long as the process): the agent host with
+// dsh-time-context, the real inspect registry and one mount of the guard covering
+// both halves, in one cordis Context. The guarded arm loads the fault-injection
+// build (`harness-guard-faults`, `make pkg-faults`) and calls `injectFault(point)`;
+// the control arm runs the same steps with the published package and nothing
+// injected, and shows the guard at work (so no check below passes vacuously).
+//
+// What is checked, for every point: the turn at the fault completes and the model
+// gets the batch as the host claimed it; a query a page answers resolves with the
+// page's data; a query waiting for a page (30 s deadline) rejects at once with
+// INSPECT_CLIENT_GUARD_FAILED, its pending entry removed; no uncaught exception,
+// no unhandled rejection, the process runs to its end; later turns and queries run
+// unguarded; one error line names the point; the services and the HarnessGuard
+// provider answer, saying the guard failed; mounting again refuses with
+// HARNESS_GUARD_FAILED. A fault inside `apply` fails the mount with nothing
+// installed.
+//
+// Needs Node >= 22 (the agent loop) and both packages in node_modules
+// (`make test-js` builds them). Run: node --test faults.test.mjs
+
+import { before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { VALID_DATA } from './support/inspect-rig.mjs'
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/fault-case.mjs', import.meta.url))
+const CWD = fileURLToPath(new URL('.', import.meta.url))
+
+const POINTS = ['claim', 'preStep', 'created', 'sessionEvent', 'begin', 'settle', 'tick', 'resolve', 'apply']
+/** Points reached by the inbox half's first turn; the others by a query, or by the mount itself. */
+const INBOX_POINTS = new Set(['claim', 'preStep', 'created', 'sessionEvent'])
+/** The waiting query's deadline in the fixture; "at once" must be far inside it. */
+const DEADLINE_MS = 30000
+const PROMPT_MS = 1000
+/** How long a child may take before it counts as hung (a case takes 1–2 s). */
+const CHILD_LIMIT_MS = 20000
+/** Children at once: the machine has two cores. */
+const PARALLEL = 2
+
+const FAILED = 'INSPECT_CLIENT_GUARD_FAILED'
+const REFUSED = 'INSPECT_CLIENT_REFUSED'
+const STOOD_DOWN = 'HARNESS_GUARD_FAILED'
+const FAULT_LINE = 'harness-guard stood down after an internal fault'
+
+// ---------------------------------------------------------------------------
+// The children, at most PARALLEL at a time, each started once
+
+const queue = []
+let running = 0
+const runs = new Map()
+
+function pump() {
+  while (running < PARALLEL && queue.length > 0) {
+    const start = queue.shift()
+    running += 1
+    start().finally(() => {
+      running -= 1
+      pump()
+    })
+  }
+}
+
+/** The case of `point` on `build` ('faults' or 'normal'): `{ code, signal, stdout, stderr, ms, result }`. */
+function run(point, build) {
+  const key = `${point} ${build}`
+  if (!runs.has(key)) {
+    runs.set(key, new Promise((resolve, reject) => {
+      queue.push(() => spawnCase(point, build).then(resolve, reject))
+      pump()
+    }))
+  }
+  return runs.get(key)
+}
+
+function spawnCase(point, build) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    const child = spawn(process.execPath, [FIXTURE, point, build], { cwd: CWD, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => { stdout += chunk })
+    child.stderr.on('data', (chunk) => { stderr += chunk })
+    const killer = setTimeout(() => child.kill('SIGKILL'), CHILD_LIMIT_MS)
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      clearTimeout(killer)
+      const line = stdout.split('\n').find((l) => l.startsWith('HG_FAULT_RESULT '))
+      const result = line === undefined ? undefined : JSON.parse(line.slice('HG_FAULT_RESULT '.length))
+      resolve({ code, signal, stdout, stderr, ms: Math.round(performance.now() - started), result })
+    })
+  })
+}
+
+/** The child ran to its end and printed its result; returns the result. */
+async function finished(point, build) {
+  const child = await run(point, build)
+  const tail = `\n--- stdout\n${child.stdout.slice(-4000)}\n--- stderr\n${child.stderr.slice(-4000)}`
+  assert.equal(child.signal, null, `${point} (${build}): not killed${tail}`)
+  assert.equal(child.code, 0, `${point} (${build}): exit code${tail}`)
+  assert.ok(child.result, `${point} (${build}): printed its result${tail}`)
+  assert.equal(child.result.steps.at(-1), 'done', `${point} (${build}): ran every step`)
+  return child.result
+}
+
+before(() => {
+  for (const point of POINTS) {
+    run(point, 'faults')
+    run(point, 'normal')
+  }
+})
+
+// ---------------------------------------------------------------------------
+// Shared checks
+
+/** The batch of a turn as the host claimed it: everything sent, in order. */
+function assertUnguardedBatch(turn, label) {
+  assert.deepEqual(turn.reason, { kind: 'completed' }, `${label}: the turn completes`)
+  assert.equal(turn.threw, undefined, `${label}: inject and followup do not throw`)
+  assert.equal(turn.modelCalls, 1, `${label}: one model call`)
+  assert.deepEqual(turn.batch, turn.sent, `${label}: the model gets the near-message and the good message, as sent`)
+}
+
+/** The guard at work: the near-message dropped, the good message kept. */
+function assertGuardedBatch(turn, label) {
+  assert.deepEqual(turn.reason, { kind: 'completed' }, `${label}: the turn completes`)
+  assert.equal(turn.modelCalls, 1, `${label}: one model call`)
+  assert.deepEqual(turn.batch, [turn.sent[1]], `${label}: the near-message is dropped, the good message reaches the model`)
+}
+
+function assertClean(result) {
+  assert.deepEqual(result.uncaught, [], 'no uncaught exception')
+  assert.deepEqual(result.unhandled, [], 'no unhandled rejection')
+  assert.deepEqual(result.agentErrors, [], 'no agent/error')
+}
+
+const isGuardCode = (code) => typeof code === 'string' && code.startsWith('INSPECT_CLIENT_')
+
+// ---------------------------------------------------------------------------
+
+for (const point of POINTS.filter((p) => p !== 'apply')) {
+  describe(`a trap in ${point}`, () => {
+    test('control: the published package, nothing injected: the near-message is dropped, the waiting query waits until cancelled, a refusal ends its query, no fault line', async () => {
+      const r = await finished(point, 'normal')
+      assert.equal(r.exportsInjectFault, false, 'the published package has no injectFault')
+      assertClean(r)
+      assertGuardedBatch(r.turn1, 'turn 1')
+      assertGuardedBatch(r.turn2, 'turn 2')
+      assert.ok(r.waitingRequestId, 'the waiting query reached the registry')
+      assert.equal(r.waiting.status, 'pending', 'the waiting query still waits (its deadline is 30 s away)')
+      assert.equal(r.waiting.pendingInRegistry, true)
+      assert.equal(r.waitingAtEnd.status, 'rejected', 'it ends when its caller cancels')
+      assert.notEqual(r.waitingAtEnd.error?.code, FAILED)
+      assert.equal(r.refused.status, 'rejected', 'a page refusal ends its query (after the grace)')
+      assert.equal(r.refused.error?.code, REFUSED)
+      assert.deepEqual(r.faultLines, [], 'no fault line')
+      assert.equal(r.services.inboxCounts.value.quarantined, 2, 'both near-messages were recorded')
+      assert.equal(r.services.inboxCounts.value.failed, undefined)
+      assert.ok(r.services.inspectCounts.value.refused >= 1)
+      assert.equal(r.services.inspectCounts.value.failed, undefined)
+      assert.equal(r.provider.value?.failed ?? null, null, 'the provider does not say the guard failed')
+      assert.deepEqual(r.remount, { mounted: true }, 'mounting again (a fresh Context, same process) works')
+      if (point === 'created') assert.equal(r.trigger.agentCreated, true)
+      if (point === 'begin' || point === 'settle') assert.deepEqual(r.trigger.query.value, VALID_DATA)
+      if (point === 'resolve' || point === 'tick') assert.equal(r.trigger.query.error?.code, REFUSED)
+    })
+
+    test('the turn at the fault completes, and the model gets the batch as the host claimed it', async () => {
+      const r = await finished(point, 'faults')
+      assert.equal(r.exportsInjectFault, true)
+      assertClean(r)
+      if (point === 'created') {
+        assert.equal(r.trigger.createThrew, undefined, 'agent/created did not veto the agent')
+        assert.equal(r.trigger.agentCreated, true, 'the agent is published')
+      }
+      if (point === 'preStep') {
+        // The claim ran guarded just before the pre-step trap: the batch it claimed was
+        // already clean, and the pre-step entry passed it on (next() was called).
+        assertGuardedBatch(r.turn1, 'turn 1')
+      } else {
+        assertUnguardedBatch(r.turn1, 'turn 1')
+      }
+    })
+
+    test(`a waiting query rejects at once with ${FAILED}, well before its deadline, its pending entry removed`, async () => {
+      const r = await finished(point, 'faults')
+      assert.ok(r.waitingRequestId, 'the waiting query reached the registry')
+      assert.equal(r.waiting.status, 'rejected')
+      assert.equal(r.waiting.error?.code, FAILED)
+      assert.match(r.waiting.error?.message, /stood down/)
+      assert.equal(r.waiting.pendingInRegistry, false, 'the registry has no pending entry for it')
+      assert.ok(r.waiting.afterFaultMs < PROMPT_MS,
+        `ended ${r.waiting.afterFaultMs} ms after the fault, less than ${PROMPT_MS} (its deadline is ${DEADLINE_MS})`)
+      if (point === 'resolve' || point === 'tick') {
+        assert.equal(r.trigger.query.error?.code, FAILED, 'the refused query, in flight at the fault, ends the same way')
+        assert.equal(r.trigger.query.pendingInRegistry, false)
+      }
+      assert.equal(r.pendingAtEnd, 0, 'nothing left pending in the registry')
+    })
+
+    test('a query a page answers resolves with the page\'s data', async () => {
+      const r = await finished(point, 'faults')
+      if (point === 'begin' || point === 'settle') {
+        assert.deepEqual(r.trigger.ack, { accepted: true })
+        assert.equal(r.trigger.query.status, 'fulfilled', 'the query at the fault')
+        assert.deepEqual(r.trigger.query.value, VALID_DATA)
+      }
+      if (point === 'resolve') assert.deepEqual(r.trigger.ack, { accepted: false }, 'the refused answer gets the registry\'s own result')
+      assert.deepEqual(r.answeredAck, { accepted: true })
+      assert.equal(r.answered.status, 'fulfilled')
+      assert.deepEqual(r.answered.value, VALID_DATA)
+    })
+
+    test('later turns and queries run unguarded', async () => {
+      const r = await finished(point, 'faults')
+      assertUnguardedBatch(r.turn2, 'turn 2')
+      // Without the guard the registry ignores a page refusal: the query keeps waiting.
+      assert.deepEqual(r.refusedAck, { accepted: false })
+      assert.equal(r.refused.status, 'pending', 'a refused query waits, as it does unguarded')
+      assert.equal(r.refused.pendingInRegistry, true)
+      assert.equal(r.refusedAtEnd.status, 'rejected', 'its caller\'s cancellation ends it')
+      assert.ok(!isGuardCode(r.refusedAtEnd.error?.code), `the registry's own error, not the guard's (${r.refusedAtEnd.error?.code})`)
+      assert.equal(r.refusedAtEnd.pendingInRegistry, false)
+    })
+
+    test('one error line through the cordis logger names the point and the trap', async () => {
+      const r = await finished(point, 'faults')
+      assert.equal(r.faultLines.length, 1, JSON.stringify(r.faultLines))
+      assert.deepEqual(r.faultLinesAfterTrigger, r.faultLines, 'logged at the fault, and never again')
+      const [line] = r.faultLines
+      assert.equal(line.name, 'harness-guard')
+      assert.ok(line.text.includes(`(in ${point}: RuntimeError: unreachable)`), line.text)
+    })
+
+    test('the services and the HarnessGuard provider answer without throwing, and say the guard failed', async () => {
+      const r = await finished(point, 'faults')
+      const { services } = r
+      for (const [name, answer] of Object.entries(services)) {
+        assert.equal(answer.threw, undefined, `${name} does not throw`)
+        assert.equal(answer.missing, undefined, `${name}: the service is still provided`)
+      }
+      assert.deepEqual(services.violations.value, [])
+      assert.deepEqual(services.reports.value, [])
+      for (const counts of [services.inboxCounts.value, services.inspectCounts.value]) {
+        const { failed, ...numbers } = counts
+        assert.ok(Object.keys(numbers).length > 0)
+        for (const [key, value] of Object.entries(numbers)) assert.equal(value, 0, `counts().${key}`)
+        assert.equal(typeof failed, 'string')
+        assert.match(failed, /stood down/)
+      }
+      assert.equal(r.provider.error, undefined, 'the provider answers')
+      assert.match(r.provider.value?.failed ?? '', /stood down/, 'its status says the guard failed')
+    })
+
+    test(`mounting again in the same process refuses with ${STOOD_DOWN}`, async () => {
+      const r = await finished(point, 'faults')
+      assert.equal(r.remount.mounted, false)
+      assert.equal(r.remount.error.isError, true, 'an Error')
+      assert.equal(r.remount.error.code, STOOD_DOWN)
+      assert.match(r.remount.error.message, /restart the process/)
+      assert.equal(r.disposed, 'ok', 'disposing the stood-down mount does not throw')
+    })
+
+    // After the fault no wasm runs again, so the deadline timer armed for the
+    // waiting query (a gloo Timeout Rust owns) is never cleared: it stays ref'd until
+    // its due time, keeping an otherwise finished process alive for up to the
+    // deadline. A tick fault is the one case where that timer already fired.
+    test('no deadline timer outlives the queries the fault ended', {
+      todo: point === 'tick' ? false : 'the stood-down guard leaves its ref\'d deadline Timeout armed until due',
+    }, async () => {
+      const control = await finished(point, 'normal')
+      assert.equal(control.timeoutsLeft, 0, 'control: nothing left once every query ended')
+      const r = await finished(point, 'faults')
+      assert.equal(r.timeoutsLeft, 0, 'no Timeout left after the fault ended every query')
+    })
+  })
+}
+
+describe('a trap in apply', () => {
+  test('control: the published package mounts and installs both halves', async () => {
+    const r = await finished('apply', 'normal')
+    assertClean(r)
+    assert.equal(r.mount.mounted, true)
+    assert.deepEqual(r.mount.registryOwn, ['query', 'resolveClientQuery'], 'the registry is wrapped')
+    assert.equal(r.mount.inspectService, true)
+    assert.equal(r.mount.inboxService, true)
+    assert.equal(r.mount.provider, true)
+    assert.equal(r.claimOwnAfterTurn, true, 'the agent\'s claim is wrapped at its first turn')
+    assert.equal(r.laterAgentClaimOwn, true, 'a later agent\'s claim is wrapped at creation')
+    assertGuardedBatch(r.turn1, 'turn 1')
+    assert.deepEqual(r.remount, { mounted: true })
+  })
+
+  test('the mount fails with an Error, and nothing is installed', async () => {
+    const r = await finished('apply', 'faults')
+    assertClean(r)
+    assert.equal(r.mount.mounted, false)
+    assert.equal(r.mount.error.isError, true)
+    assert.equal(r.mount.error.code, STOOD_DOWN)
+    assert.deepEqual(r.mount.before, { registryOwn: [], claimOwn: false })
+    assert.deepEqual(r.mount.registryOwn, [], 'no own method on the registry')
+    assert.equal(r.mount.queryIsClassMethod, true)
+    assert.equal(r.mount.resolveIsClassMethod, true)
+    assert.equal(r.mount.claimOwn, false, 'the agent\'s claim is untouched')
+    assert.equal(r.mount.inspectService, false, 'no inspectClientGuard service')
+    assert.equal(r.mount.inboxService, false, 'no inboxInputGuard service')
+    assert.equal(r.mount.provider, false, 'no HarnessGuard provider')
+    assert.equal(r.claimOwnAfterTurn, false, 'nor after a turn')
+    assert.equal(r.laterAgentClaimOwn, false, 'nor on a later agent')
+  })
+
+  test('the host runs on unguarded: the turn gets its batch as claimed, a page\'s answer resolves', async () => {
+    const r = await finished('apply', 'faults')
+    assertUnguardedBatch(r.turn1, 'turn 1')
+    assert.deepEqual(r.answeredAck, { accepted: true })
+    assert.deepEqual(r.answered.value, VALID_DATA)
+  })
+
+  test(`mounting again refuses with ${STOOD_DOWN}`, async () => {
+    const r = await finished('apply', 'faults')
+    assert.equal(r.remount.mounted, false)
+    assert.equal(r.remount.error.isError, true)
+    assert.equal(r.remount.error.code, STOOD_DOWN)
+  })
+
+  test('the fault is said once, naming apply', async () => {
+    const r = await finished('apply', 'faults')
+    const said = [...r.faultLines.map((l) => l.text), ...r.warnings.filter((w) => w.includes(FAULT_LINE))]
+    assert.equal(said.length, 1, JSON.stringify(said))
+    assert.ok(said[0].includes('(in apply: RuntimeError: unreachable)'), said[0])
+  })
+
+  // No mount's logger is watched yet when apply traps, so the line goes to
+  // process.emitWarning; the mount's own `ctx.logger('harness-guard')` is at hand.
+  test('the fault line goes through the cordis logger', {
+    todo: 'a trap in apply is said through process.emitWarning, not the cordis logger',
+  }, async () => {
+    const r = await finished('apply', 'faults')
+    assert.equal(r.faultLines.length, 1, JSON.stringify({ faultLines: r.faultLines, warnings: r.warnings }))
+  })
+})
