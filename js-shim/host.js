@@ -17,23 +17,24 @@ export const host = {
 }
 
 /**
- * Run `enter` (a call into the guard) at `point`. After a fault it refuses without
- * entering; a trap inside stands the guard down and fails the call.
+ * Run `enter` (a call into the guard) at `point`, `logger` at hand for a fault's
+ * line. After a fault it refuses without entering; a trap inside stands the guard
+ * down and fails the call.
  */
-export function guarded(point, enter) {
-  if (state.fault !== undefined) throw stoodDown()
+export function guarded(point, enter, logger) {
+  if (state.fault !== undefined) throw stoodDown(state.refusal?.message)
   try {
     return enter()
   } catch (error) {
     if (!(error instanceof WebAssembly.RuntimeError || error instanceof RangeError)) throw error
-    if (state.fail) state.fail(point, error)
+    if (state.fail) state.fail(point, error, logger)
     else state.fault = { point, error }
-    throw stoodDown()
+    throw stoodDown(`harness-guard stood down after an internal fault in ${point} (${error.message}); nothing was installed`)
   }
 }
 
-function stoodDown() {
-  const error = new Error(state.refusal?.message ?? 'harness-guard stood down after an internal fault')
+function stoodDown(message = 'harness-guard stood down after an internal fault') {
+  const error = new Error(message)
   error.code = state.refusal?.code ?? 'HARNESS_GUARD_FAILED'
   return error
 }

@@ -55,7 +55,7 @@ if (standard) {
 
 /** Mount both halves; `config` may be omitted. Throws, installing nothing, on an invalid config. */
 export function apply(ctx, config) {
-  guarded('apply', () => wasm.apply(ctx, config, host))
+  guarded('apply', () => wasm.apply(ctx, config, host), { error: (text) => ctx.logger(name).error(text) })
 }
 
 export default { name, inject, Config, apply }

@@ -56,14 +56,15 @@ export function unwatch(logger) {
 const down = () => shim.fault !== undefined
 
 /**
- * The guard faulted at `point`: stand down. Log one error line, end every flight
- * with `INSPECT_CLIENT_GUARD_FAILED`; never enter wasm again.
+ * The guard faulted at `point`: stand down. Log one error line (through the mounts'
+ * loggers, else `logger`, the one of the mount being applied, else a process
+ * warning), end every flight with `INSPECT_CLIENT_GUARD_FAILED`; never enter wasm again.
  */
-export function fail(point, error) {
+export function fail(point, error, applying) {
   if (shim.fault === undefined) {
     shim.fault = { point, error }
     const text = `${K?.failedLine ?? 'stood down after an internal fault'} (in ${point}: ${describe(error)})`
-    for (const logger of loggers.size > 0 ? loggers : [undefined]) {
+    for (const logger of loggers.size > 0 ? loggers : [applying]) {
       try {
         if (logger === undefined) process.emitWarning(`harness-guard: ${text}`, { code: 'HARNESS_GUARD' })
         else logger.error(text)
@@ -326,8 +327,9 @@ function guardClientQuery(admit, begin, settle, guard, previous, self, args) {
     try {
       key = begin(guard, startedAt, idOf(flight.request?.requestId), idOf(flight.request?.agentId), isPromise)
     } catch (error) {
+      // The call in hand passes on unguarded (the registry still settles it);
+      // the flights already waiting end as every flight does on a fault.
       fail('begin', error)
-      if (isPromise) return failedFlight(flight, inner)
     }
   }
   if (lines.length > 0) flushLines()
@@ -355,16 +357,6 @@ function guardClientQuery(admit, begin, settle, guard, previous, self, args) {
       (value) => landed() && resolve(value),
       (error) => landed() && reject(error),
     )
-  })
-}
-
-/** A flight the guard faulted on as it began: it ends at once, as every flight does on a fault. */
-function failedFlight(flight, inner) {
-  inner.catch(noop)
-  flight.release()
-  return new Promise((resolve, reject) => {
-    flight.reject = reject
-    end(flight, K?.failedCode ?? 'INSPECT_CLIENT_GUARD_FAILED', K?.failedMessage ?? 'harness-guard stood down')
   })
 }
 
