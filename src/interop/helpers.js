@@ -457,10 +457,24 @@ export function shapeCode(value) {
     | fieldCode(value, content) << S.shifts[2] | fieldCode(value, source) << S.shifts[3]
 }
 
-/** The shape code of every entry of `list`. */
+/** The shape code of every entry of `list`; none when its length cannot be read (a trapping Proxy). */
 export function shapes(list) {
-  const codes = new Uint32Array(list.length)
-  for (let i = 0; i < codes.length; i++) codes[i] = shapeCode(list[i])
+  let codes
+  try {
+    codes = new Uint32Array(list.length)
+  } catch {
+    return new Uint32Array(0)
+  }
+  for (let i = 0; i < codes.length; i++) {
+    let entry
+    try {
+      entry = list[i]
+    } catch {
+      codes[i] = K.shape.types.unreadable
+      continue
+    }
+    codes[i] = shapeCode(entry)
+  }
   return codes
 }
 
