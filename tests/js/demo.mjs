@@ -66,6 +66,9 @@ console.log('1. cordis_inspect_query { platform: "client" } with no browser page
   off()
   const counts = ctx.get('inspectClientGuard').counts()
   say(`inspectClientGuard.counts(): ${JSON.stringify(counts)}`)
+  const { reports } = await svc.query('host', 'HarnessGuard', 'reports', {}, agent, new AbortController().signal)
+  say('the model asks why: cordis_inspect_query { platform: "host", provider: "HarnessGuard", method: "reports" }')
+  for (const r of reports) say(`  ${r.kind} ${r.providerId}.${r.methodName} (${r.requestId}, session ${r.sessionId})${r.reason ? `: ${r.reason}` : ''}`)
   await ctx.registry.delete(CordisInspectRegistryService)
 }
 
