@@ -7,7 +7,10 @@
 //! into a visible escape; [`preview`] does the same and bounds the result.
 //!
 //! Escaped are C0 (U+0000–U+001F), DEL (U+007F), C1 (U+0080–U+009F) and the
-//! bidi controls U+200E, U+200F, U+202A–U+202E and U+2066–U+2069: `\n`, `\r` and
+//! bidi controls U+200E, U+200F, U+202A–U+202E and U+2066–U+2069, and beyond
+//! the contract's list the other characters that break or reorder a line for
+//! some readers: U+2028 and U+2029 (line and paragraph separators) and U+061C
+//! (the Arabic letter mark, a bidi control): `\n`, `\r` and
 //! `\t` as those two-character escapes, every other one as `\u` and four
 //! lowercase hex digits (`\u001b`, `\u202e`). Everything else, the backslash
 //! included, is left as it is. Only echoes are escaped: what the model is given
@@ -25,6 +28,9 @@ const fn is_escaped(c: char) -> bool {
             | '\u{200f}'
             | '\u{202a}'..='\u{202e}'
             | '\u{2066}'..='\u{2069}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{61c}'
     )
 }
 
@@ -143,13 +149,16 @@ mod tests {
             ('\u{2066}', "\\u2066"),
             ('\u{2068}', "\\u2068"),
             ('\u{2069}', "\\u2069"),
+            ('\u{2028}', "\\u2028"),
+            ('\u{2029}', "\\u2029"),
+            ('\u{61c}', "\\u061c"),
         ];
         for (c, want) in inside {
             assert_eq!(escape(&c.to_string()), want, "U+{:04X}", u32::from(c));
         }
         let outside = [
-            '\u{20}', '\u{7e}', '\u{a0}', '\u{a1}', '\u{200d}', '\u{2010}', '\u{2029}', '\u{202f}',
-            '\u{2065}', '\u{206a}',
+            '\u{20}', '\u{7e}', '\u{a0}', '\u{a1}', '\u{200d}', '\u{2010}', '\u{2027}', '\u{202f}',
+            '\u{2065}', '\u{206a}', '\u{61b}', '\u{61d}',
         ];
         for c in outside {
             let s = c.to_string();
