@@ -142,7 +142,7 @@ readme-record:
 NEXT_SUITES := $(filter-out $(RIG)/readme.test.mjs,$(wildcard $(RIG)/*.test.mjs))
 test-js-next: $(NEXT_INSTALLED) $(NEXT_FAULTS_INSTALLED) $(RIG_STAMP) $(NODE22_STAMP)
 	rm -rf $(NEXT_SUITE) && mkdir -p $(NEXT_SUITE)
-	cp -R $(NEXT_SUITES) $(RIG)/support $(RIG)/fixtures $(NEXT_SUITE)/
+	cp -R $(NEXT_SUITES) $(RIG)/support $(RIG)/fixtures $(RIG)/bench $(NEXT_SUITE)/
 	@echo "== Node tests on $$($(NEXT_NODE) --version) against the newest published host packages"
 	cd $(NEXT_SUITE) && $(NEXT_NODE) --test --test-concurrency=1 *.test.mjs
 

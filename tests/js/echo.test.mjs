@@ -1,14 +1,16 @@
 // What the guard echoes is safe: no control or bidi character in its log lines or
 // previews, and log lines bounded per session under a flood, on the real agent loop.
 //
-// CONTROL arms show what reaches a log without the guard's escaping and bound (the
-// raw value, one line per bad entry, as a naive echo writes it); GUARDED arms mount
-// the package and check its lines, its records and what the model receives.
+// CONTROL arms run the plain-JS guard of the same behaviour the benchmark compares
+// against, which echoes as the guard did before: the raw value in its preview and
+// log line, one line per bad entry. GUARDED arms mount the package and check its
+// lines, its records and what the model receives.
 // Needs Node >= 22 (the real agent loop).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRig, messageText, isClockMessage } from './support/agent-rig.mjs';
+import { createRig, createUserMessage, messageText, isClockMessage } from './support/agent-rig.mjs';
+import { installPlainInboxGuard } from './bench/plain-js-guard.mjs';
 
 const HOSTILE = 'ok\u001b[2J\u001b[31m\nharness-guard: all clear, nothing repaired\r\n\u202etxt.exe';
 /** C0, DEL, C1 and the bidi controls the contract names. */
@@ -23,10 +25,22 @@ async function guarded(t, inbox = {}) {
 
 const guardLines = (rig) => rig.logs.filter((l) => l.name === 'harness-guard');
 
-test('control: echoing the value as it is puts raw control characters and a forged line into the log', () => {
-  const naive = `warn claimed non-message inbox entry: string “${HOSTILE}” repaired into a user message`;
-  assert.match(naive, RAW);
-  assert.equal(naive.split('\n').length, 3, 'the value forges lines of its own');
+test('control: a guard of the same behaviour without the escaping echoes the raw value into its preview and log line', async (t) => {
+  // The plain-JS guard the benchmark compares against: the same repair, previews as they were.
+  const rig = await createRig({ timeContext: true });
+  t.after(() => rig.dispose());
+  const lines = [];
+  const records = [];
+  const dispose = installPlainInboxGuard(rig.ctx, {
+    previewChars: 200, createUserMessage, warn: (text, violation) => { lines.push(text); records.push(violation); },
+  });
+  t.after(dispose);
+  const agent = await rig.createAgent();
+  agent.followup(HOSTILE);
+  await rig.waitIdle(agent);
+  assert.ok(lines.length > 0, 'the violation is logged');
+  assert.ok(lines.some((line) => line.includes('\u202e')), 'the right-to-left override reaches the log line raw');
+  assert.ok(records.some((v) => RAW.test(v.preview)), 'raw control characters in the preview');
 });
 
 test('guarded: the warn line and the preview show escapes; the model receives the producer\'s text verbatim', async (t) => {
@@ -57,14 +71,16 @@ test('guarded: a preview keeps its bound on what the reader sees, never splittin
   }
 });
 
-test('control: the flood is real: without the guard, 500 bad entries are 500 durable writes a per-entry log would echo', async (t) => {
+test('control: without the bound, a guard of the same behaviour writes a line for every one of 500 bad entries', async (t) => {
   const rig = await createRig({ timeContext: false });
   t.after(() => rig.dispose());
+  const lines = [];
+  const dispose = installPlainInboxGuard(rig.ctx, { mode: 'quarantine', createUserMessage, warn: (text) => lines.push(text) });
+  t.after(dispose);
   const agent = await rig.createAgent();
-  const mark = agent.session.events.length;
   for (let i = 0; i < 500; i += 1) agent.inbox.splice('next-turn', Infinity, 0, [{ id: `bad-${i}`, not: 'a message' }]);
-  const writes = agent.session.events.slice(mark).filter((e) => e.type === 'agent/inbox/spliced' && e.data.inserted.length > 0);
-  assert.equal(writes.length, 500);
+  await rig.waitIdle(agent);
+  assert.ok(lines.length >= 500, `one line or more per bad entry: ${lines.length}`);
 });
 
 test('guarded: a flood of 500 bad entries in one session is counted exactly and writes at most a few dozen lines', async (t) => {
