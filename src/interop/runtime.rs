@@ -108,6 +108,9 @@ const ROLES: [Role; 21] = [
 
 const ROLE_BITS: u32 = 5;
 
+/// The longest the deadline timer sleeps before it looks again (ms).
+const MAX_SLEEP_MS: f64 = 1000.0;
+
 fn token(id: u32, role: Role) -> u32 {
     (id << ROLE_BITS) | role as u32
 }
@@ -451,10 +454,13 @@ impl Runtime {
     /// Arm the one timer for `due` (ms on the monotonic clock), or clear it for `None`.
     ///
     /// An armed timer due no later than `due` is kept: when it fires, the flights
-    /// still waiting re-arm it.
+    /// still waiting re-arm it. The timer never sleeps longer than
+    /// [`MAX_SLEEP_MS`] at a time, so one armed before a fault (which JavaScript
+    /// cannot clear without entering wasm) keeps the process alive a second at most.
     pub(super) fn arm(&self, due: Option<f64>) {
         let mut old = None;
         let mut schedule = None;
+        let now = monotonic_now();
         {
             let Ok(mut timer) = self.timer.try_borrow_mut() else {
                 return;
@@ -466,17 +472,18 @@ impl Runtime {
                 }
                 (Some(due), Some(armed)) if armed <= due && timer.handle.is_some() => {}
                 (Some(due), _) => {
+                    let fire_at = due.min(now + MAX_SLEEP_MS);
                     old = timer.handle.take();
-                    timer.armed_for = Some(due);
-                    schedule = Some(due);
+                    timer.armed_for = Some(fire_at);
+                    schedule = Some(fire_at);
                 }
             }
         }
         if let Some(handle) = old {
             handle.clear();
         }
-        if let Some(due) = schedule {
-            let delay = (due - monotonic_now()).max(0.0).ceil();
+        if let Some(fire_at) = schedule {
+            let delay = (fire_at - now).max(0.0).ceil();
             let handle = Handle::arm(&self.ticker, delay);
             if let Ok(mut timer) = self.timer.try_borrow_mut() {
                 timer.handle = Some(handle);
