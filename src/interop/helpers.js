@@ -75,7 +75,8 @@ export function fail(point, error, applying) {
   flights.clear()
   for (const flight of failed) {
     flight.release()
-    end(flight, K?.failedCode ?? 'INSPECT_CLIENT_GUARD_FAILED', K?.failedMessage ?? 'harness-guard stood down')
+    // A flight exists only once the runtime is made, so `K` is there.
+    end(flight, K.failedCode, K.failedMessage)
   }
 }
 

@@ -269,9 +269,15 @@ pub fn to_js_error(error: &Error) -> JsValue {
 /// value that cannot be copied (a function, a symbol, a Proxy, a throwing
 /// getter) reads as unreadable at the deepest field that holds it.
 pub fn raw_config(value: &JsValue) -> Raw {
+    read_config(value, 0)
+}
+
+/// `value` as a [`Raw`] tree: its plain copy through serde, or, when no copy can
+/// be taken, its fields one by one (down to a few levels) to find the culprit.
+fn read_config(value: &JsValue, depth: u8) -> Raw {
     match snapshot(value) {
         Ok(copy) => serde_wasm_bindgen::from_value(copy).unwrap_or_else(|_| unreadable(value)),
-        Err(_) => locate_unreadable(value, 0),
+        Err(_) => locate_unreadable(value, depth),
     }
 }
 
@@ -302,10 +308,7 @@ fn locate_unreadable(value: &JsValue, depth: u8) -> Raw {
             continue;
         };
         let field = match Reflect::get(value, &key) {
-            Ok(v) => match snapshot(&v) {
-                Ok(copy) => serde_wasm_bindgen::from_value(copy).unwrap_or_else(|_| unreadable(&v)),
-                Err(_) => locate_unreadable(&v, depth + 1),
-            },
+            Ok(v) => read_config(&v, depth + 1),
             Err(_) => Raw::Other("unreadable".into()),
         };
         entries.push((name, field));

@@ -114,25 +114,18 @@ fn wire(rt: &Runtime, id: u32, ctx: &JsValue, config: &Config) -> Result<(), Err
             ("reset", &rt.method(id, reset, &none, &none, false).into()),
         ])
     };
-    let failed = Some(Error::StoodDown.to_string());
     let inspect_service = service(
         "reports",
         Role::Reports,
         Role::InspectCounts,
-        to_js(&Failed {
-            counts: &InspectCounts::default(),
-            failed: failed.as_deref(),
-        }),
+        failed_counts::<InspectCounts>(),
         Role::InspectReset,
     );
     let inbox_service = service(
         "violations",
         Role::Violations,
         Role::InboxCounts,
-        to_js(&Failed {
-            counts: &InboxCounts::default(),
-            failed: failed.as_deref(),
-        }),
+        failed_counts::<InboxCounts>(),
         Role::InboxReset,
     );
     host_call("provide", &[&"inspectClientGuard".into(), &inspect_service])?;
@@ -155,6 +148,15 @@ fn wire(rt: &Runtime, id: u32, ctx: &JsValue, config: &Config) -> Result<(), Err
         host_call("inject", &[&services, &attach.into()])?;
     }
     Ok(())
+}
+
+/// Zero counts with the fault's note: what `counts()` answers once the guard stood down.
+fn failed_counts<C: Default + serde::Serialize>() -> JsValue {
+    let failed = Error::StoodDown.to_string();
+    to_js(&Failed {
+        counts: &C::default(),
+        failed: Some(&failed),
+    })
 }
 
 /// Counts with the fault's note, as the services answer once the guard stood down.
