@@ -8,7 +8,7 @@
 //! `HarnessGuard`.
 //!
 //! The pure core ([`config`], [`flights`], [`inbox`], [`ledger`], [`provider`],
-//! [`echo`], [`throttle`], [`error`]) works on plain Rust types and is tested
+//! [`echo`], [`throttle`], [`error`], [`idmap`]) works on plain Rust types and is tested
 //! natively. The boundary (`interop`) does the cordis wiring and patches the
 //! live host objects; the `#[wasm_bindgen]` exports below only hand their
 //! inputs to it and map errors to coded JavaScript `Error`s.
@@ -23,6 +23,7 @@ pub mod config;
 pub mod echo;
 pub mod error;
 pub mod flights;
+pub mod idmap;
 pub mod inbox;
 pub mod ledger;
 pub mod provider;

@@ -27,7 +27,7 @@
 //! running (more than [`MAX_SESSIONS`] sessions warned within one window), its
 //! session may write another [`LINES_PER_WINDOW`] lines in what remains of it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, VecDeque};
 
 use crate::echo::escape;
 
@@ -67,7 +67,7 @@ struct Window {
     written: u32,
     /// Lines left out of it so far, the noticed one included.
     left_out: u64,
-    /// Opening order, the key in [`LogBound::order`].
+    /// Opening order: its entry in [`LogBound::order`] carries the same number.
     seq: u64,
 }
 
@@ -107,8 +107,10 @@ impl Window {
 pub struct LogBound {
     /// The windows by session.
     windows: HashMap<String, Window>,
-    /// Sessions by the opening order of their window, oldest first.
-    order: BTreeMap<u64, String>,
+    /// Sessions by the opening order of their window, oldest first. An entry
+    /// whose number is no longer its session's window's is stale: skipped on
+    /// eviction and dropped when stale entries outnumber live ones.
+    order: VecDeque<(u64, String)>,
     /// The next window's opening order.
     next_seq: u64,
     /// The last finite reading.
@@ -135,11 +137,8 @@ impl LogBound {
             // The window ended: open the next one, last in the eviction order.
             let old = std::mem::replace(w, Window::open(now_ms, seq));
             self.next_seq += 1;
-            let key = self
-                .order
-                .remove(&old.seq)
-                .unwrap_or_else(|| session.to_owned());
-            self.order.insert(seq, key);
+            self.order.push_back((seq, session.to_owned()));
+            self.compact();
             return Admit::Write {
                 left_out: old.left_out,
             };
@@ -148,7 +147,7 @@ impl LogBound {
         let start = if finite { now_ms } else { self.latest };
         self.windows
             .insert(session.to_owned(), Window::open(start, seq));
-        self.order.insert(seq, session.to_owned());
+        self.order.push_back((seq, session.to_owned()));
         self.next_seq += 1;
         Admit::Write { left_out: 0 }
     }
@@ -161,24 +160,39 @@ impl LogBound {
             self.prune();
         }
         while self.windows.len() >= MAX_SESSIONS {
-            let Some((_, oldest)) = self.order.pop_first() else {
+            let Some((seq, oldest)) = self.order.pop_front() else {
                 break;
             };
-            self.windows.remove(&oldest);
+            if self.windows.get(&oldest).is_some_and(|w| w.seq == seq) {
+                self.windows.remove(&oldest);
+            }
+        }
+    }
+
+    /// Drop stale entries from the eviction order once they outnumber live ones.
+    fn compact(&mut self) {
+        if self.order.len() > 2 * self.windows.len() + MIN_PRUNE_INTERVAL {
+            let windows = &self.windows;
+            self.order
+                .retain(|(seq, s)| windows.get(s).is_some_and(|w| w.seq == *seq));
         }
     }
 
     /// Drop the windows that ended, as of the last finite reading, with nothing left out.
     fn prune(&mut self) {
         let now = self.latest;
-        let order = &mut self.order;
-        self.windows.retain(|_, w| {
-            let keep = w.left_out > 0 || !w.ended(now);
-            if !keep {
-                order.remove(&w.seq);
-            }
-            keep
-        });
+        self.windows.retain(|_, w| w.left_out > 0 || !w.ended(now));
+        self.compact();
+    }
+
+    /// The live entries of the eviction order, oldest first (tests only).
+    #[cfg(test)]
+    fn live_order(&self) -> Vec<&str> {
+        self.order
+            .iter()
+            .filter(|(seq, s)| self.windows.get(s).is_some_and(|w| w.seq == *seq))
+            .map(|(_, s)| s.as_str())
+            .collect()
     }
 }
 
@@ -308,7 +322,7 @@ mod tests {
         }
         assert!(!b.windows.keys().any(|k| k.starts_with("quiet-")));
         assert!(b.windows.contains_key("flooded"));
-        assert_eq!(b.windows.len(), b.order.len());
+        assert_eq!(b.windows.len(), b.live_order().len());
         assert_eq!(b.admit("flooded", 60_000.0), Admit::Write { left_out: 1 });
     }
 
@@ -322,7 +336,7 @@ mod tests {
         assert_eq!(b.windows.len(), MAX_SESSIONS);
         b.admit("newcomer", 1.0);
         assert_eq!(b.windows.len(), MAX_SESSIONS);
-        assert_eq!(b.order.len(), MAX_SESSIONS);
+        assert_eq!(b.live_order().len(), MAX_SESSIONS);
         // Evicted: its running window and the 5 it had left out are forgotten.
         assert!(!b.windows.contains_key("first"));
         assert_eq!(b.admit("first", 2.0), W);
@@ -330,8 +344,19 @@ mod tests {
         for _ in 0..3 * MAX_SESSIONS {
             b.admit(&b.next_seq.to_string(), 3.0);
             assert!(b.windows.len() <= MAX_SESSIONS);
+            assert!(b.order.len() <= 2 * MAX_SESSIONS + MIN_PRUNE_INTERVAL);
         }
-        assert_eq!(b.windows.len(), b.order.len());
+        assert_eq!(b.windows.len(), b.live_order().len());
+    }
+
+    #[test]
+    fn windows_reopened_again_and_again_leave_a_bounded_eviction_order() {
+        let mut b = LogBound::default();
+        for i in 0..10_000u32 {
+            b.admit("again", f64::from(i) * WINDOW_MS);
+            assert!(b.order.len() <= 2 + MIN_PRUNE_INTERVAL + 1);
+        }
+        assert_eq!(b.live_order(), ["again"]);
     }
 
     #[test]
@@ -340,8 +365,7 @@ mod tests {
         b.admit("a", 0.0);
         b.admit("b", 1.0);
         b.admit("a", 60_000.0);
-        let order: Vec<&str> = b.order.values().map(String::as_str).collect();
-        assert_eq!(order, ["b", "a"]);
+        assert_eq!(b.live_order(), ["b", "a"]);
     }
 
     #[test]
@@ -518,7 +542,8 @@ mod properties {
                 now += gap;
                 let s = name(s);
                 prop_assert_eq!(b.admit(s, now), model.admit(s, now));
-                prop_assert_eq!(b.windows.len(), b.order.len());
+                prop_assert_eq!(b.windows.len(), b.live_order().len());
+                prop_assert!(b.order.len() <= 2 * b.windows.len() + MIN_PRUNE_INTERVAL + 1);
             }
         }
 

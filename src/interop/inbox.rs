@@ -24,6 +24,7 @@ use super::{
 };
 use crate::config::{InboxConfig, Mode};
 use crate::echo::{escape, preview};
+use crate::idmap::IdMap;
 use crate::inbox::{classify, decide, repair_summary, Action, Class, Probe, REPAIR_SOURCE};
 use crate::ledger::{Ledger, Violation};
 
@@ -37,7 +38,7 @@ struct Guard {
 /// Inbox guards by id.
 #[derive(Default)]
 pub(crate) struct State {
-    guards: std::collections::HashMap<u32, Guard>,
+    guards: IdMap<Guard>,
 }
 
 /// What one guard needs while it works; shared out (an `Rc`, no JS handle cloned per
@@ -51,7 +52,7 @@ struct Ctx {
 }
 
 fn ctx(rt: &Runtime, guard: u32) -> Option<Rc<Ctx>> {
-    rt.inbox(|state| state.guards.get(&guard).map(|g| g.cx.clone()))
+    rt.inbox(|state| state.guards.get(guard).map(|g| g.cx.clone()))
         .flatten()
 }
 
@@ -113,7 +114,7 @@ pub(super) fn install(
                 for d in unlisten {
                     let _ = d.call0(&JsValue::UNDEFINED);
                 }
-                rt.inbox(|state| state.guards.remove(&guard));
+                rt.inbox(|state| state.guards.remove(guard));
                 return Err(crate::error::Error::HostShape {
                     target: "the inbox guard's host",
                     missing: vec![
@@ -124,7 +125,7 @@ pub(super) fn install(
         }
     }
     rt.inbox(|state| {
-        if let Some(g) = state.guards.get_mut(&guard) {
+        if let Some(g) = state.guards.get_mut(guard) {
             g.unlisten = unlisten;
         }
     });
@@ -133,7 +134,7 @@ pub(super) fn install(
 
 /// Remove the guard: restore every wrapped `claim`, drop its listeners.
 pub(super) fn dispose(rt: &Runtime, guard: u32) {
-    let removed = rt.inbox(|s| s.guards.remove(&guard)).flatten();
+    let removed = rt.inbox(|s| s.guards.remove(guard)).flatten();
     if let Some(g) = removed {
         for d in &g.unlisten {
             let _ = d.call0(&JsValue::UNDEFINED);
@@ -164,7 +165,7 @@ fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
     // Handles are dropped after the borrow: dropping one restores its slot, a call
     // into JavaScript (a handle of a collected inbox restores nothing, but the rule holds).
     let dropped = rt.inbox(|state| {
-        let Some(g) = state.guards.get_mut(&guard) else {
+        let Some(g) = state.guards.get_mut(guard) else {
             // The guard went away meanwhile: this patch is undone at once.
             return vec![patch];
         };

@@ -17,7 +17,6 @@
 //! the wrapper hands it over when the flight begins.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Array, Function};
@@ -34,6 +33,7 @@ use crate::config::{self, InspectConfig};
 use crate::echo::escape;
 use crate::error::{Error, Refusal};
 use crate::flights::{self, Ending, FlightKey, Flights, Query, RefusalEffect};
+use crate::idmap::IdMap;
 use crate::ledger::{InspectReport, Ledger};
 
 /// Page text carried into an error is cut here: it goes to the model.
@@ -80,7 +80,7 @@ struct Guard {
 /// the same key.)
 #[derive(Default)]
 pub(crate) struct State {
-    guards: HashMap<u32, Guard>,
+    guards: IdMap<Guard>,
     flights: Flights,
 }
 
@@ -91,7 +91,7 @@ impl State {
 
     /// The sink of a guard, while it is installed.
     fn sink(&self, guard: u32) -> Option<Rc<Sink>> {
-        self.guards.get(&guard).map(|g| g.sink.clone())
+        self.guards.get(guard).map(|g| g.sink.clone())
     }
 }
 
@@ -245,8 +245,7 @@ fn bound(on: &Function, ctx: &JsValue) -> JsValue {
 
 /// Whether the guard takes a client query: a live `AbortSignal`, an installed guard.
 pub(super) fn admit(rt: &Runtime, guard: u32, is_signal: bool, aborted: bool) -> bool {
-    flights::admits(is_signal, aborted)
-        && rt.inspect(|s| s.guards.contains_key(&guard)) == Some(true)
+    flights::admits(is_signal, aborted) && rt.inspect(|s| s.guards.contains(guard)) == Some(true)
 }
 
 /// A client query's registry call (started at `started_at`) returned, and the
@@ -267,7 +266,7 @@ pub(super) fn begin(
     let announced = request_id.is_some();
     let begun = rt
         .inspect(|state| {
-            let g = state.guards.get_mut(&guard)?;
+            let g = state.guards.get_mut(guard)?;
             let query = Query {
                 guard,
                 deadline_ms: g.config.deadline_ms,
@@ -307,7 +306,7 @@ pub(super) fn unbound(
     this: &JsValue,
     args: &Array,
 ) -> Result<JsValue, JsValue> {
-    if rt.inspect(|s| s.guards.contains_key(&guard)) != Some(true) {
+    if rt.inspect(|s| s.guards.contains(guard)) != Some(true) {
         return forward(previous, this, args);
     }
     report_unbound(rt, guard, args.get(1).as_string());
@@ -321,7 +320,7 @@ pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) 
     let Some(request_id) = args.get(1).as_string() else {
         return result.clone();
     };
-    if rt.inspect(|s| s.guards.contains_key(&guard)) != Some(true) {
+    if rt.inspect(|s| s.guards.contains(guard)) != Some(true) {
         return result.clone();
     }
     let resolution = args.get(2);
@@ -357,7 +356,7 @@ fn explain_invalid_output(rt: &Runtime, request_id: &str, resolution: &JsValue) 
     let (validate, registry, key) = rt
         .inspect(|state| {
             let (key, query) = state.flights.by_request(request_id)?;
-            let g = state.guards.get(&query.guard)?;
+            let g = state.guards.get(query.guard)?;
             Some((g.sink.validate.clone()?, g.registry.clone(), key))
         })
         .flatten()?;
@@ -394,7 +393,7 @@ fn output_schema(registry: &JsValue, provider: &str, method: &str) -> Option<JsV
 fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>) {
     let found = rt
         .inspect(|state| {
-            let g = state.guards.get(&guard)?;
+            let g = state.guards.get(guard)?;
             let waiting = request_id
                 .as_deref()
                 .and_then(|id| state.flights.by_request(id))
@@ -548,7 +547,7 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
     // The endings are built while the guard's sink is still installed, and
     // delivered once its methods and listener are gone.
     let work = end_flights(rt, ended);
-    if let Some(mut g) = rt.inspect(|s| s.guards.remove(&guard)).flatten() {
+    if let Some(mut g) = rt.inspect(|s| s.guards.remove(guard)).flatten() {
         drop(std::mem::take(&mut g.patches));
         if let Some(unlisten) = g.unlisten.take() {
             let _ = unlisten.call0(&JsValue::UNDEFINED);
@@ -560,6 +559,6 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
 
 /// Whether a guard is installed (for the provider's status).
 pub(super) fn config_of(rt: &Runtime, guard: u32) -> Option<InspectConfig> {
-    rt.inspect(|s| s.guards.get(&guard).map(|g| g.config))
+    rt.inspect(|s| s.guards.get(guard).map(|g| g.config))
         .flatten()
 }

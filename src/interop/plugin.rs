@@ -10,7 +10,6 @@
 //! after disposal and a call after a fault all stay safe.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Array, Function};
@@ -25,6 +24,7 @@ use super::{
 };
 use crate::config::{self, Config};
 use crate::error::Error;
+use crate::idmap::IdMap;
 use crate::ledger::{InboxCounts, InspectCounts, InspectReport, Ledger, Violation};
 use crate::provider::{self, InboxStatus, InspectStatus, Method, Status};
 
@@ -55,8 +55,8 @@ struct Attachment {
 /// Mounts and attachments by id.
 #[derive(Default)]
 pub(crate) struct State {
-    mounts: HashMap<u32, Mount>,
-    attachments: HashMap<u32, Attachment>,
+    mounts: IdMap<Mount>,
+    attachments: IdMap<Attachment>,
 }
 
 /// `apply(ctx, config, host)`: mount both halves. `host` is the plugin module's
@@ -169,7 +169,7 @@ struct Failed<'a, C: serde::Serialize> {
 
 /// Drop a mount's state (disposed, or its wiring failed).
 fn forget(rt: &Runtime, id: u32) {
-    if let Some(mount) = rt.plugin(|s| s.mounts.remove(&id)).flatten() {
+    if let Some(mount) = rt.plugin(|s| s.mounts.remove(id)).flatten() {
         unwatch(&mount.logger);
     }
 }
@@ -225,7 +225,7 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
         }
         Role::InboxDispose => {
             let guard = rt
-                .plugin(|s| s.mounts.get_mut(&id)?.inbox_guard.take())
+                .plugin(|s| s.mounts.get_mut(id)?.inbox_guard.take())
                 .flatten();
             if let Some(guard) = guard {
                 inbox::dispose(rt, guard);
@@ -253,7 +253,7 @@ fn read(
     empty: JsValue,
     f: impl FnOnce(&Mount) -> Option<JsValue>,
 ) -> JsValue {
-    rt.plugin(|s| s.mounts.get(&id).and_then(f))
+    rt.plugin(|s| s.mounts.get(id).and_then(f))
         .flatten()
         .unwrap_or(empty)
 }
@@ -265,7 +265,7 @@ fn with_ledgers(
 ) {
     let ledgers = rt
         .plugin(|s| {
-            let m = s.mounts.get(&id)?;
+            let m = s.mounts.get(id)?;
             Some((m.inspect_ledger.clone(), m.inbox_ledger.clone()))
         })
         .flatten();
@@ -279,7 +279,7 @@ fn with_ledgers(
 fn install_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
     let Some((config, ctx, ledger, create, warn)) = rt
         .plugin(|s| {
-            let m = s.mounts.get(&id)?;
+            let m = s.mounts.get(id)?;
             Some((
                 m.config.inbox,
                 m.ctx.clone(),
@@ -295,7 +295,7 @@ fn install_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
     let on = bound_on(&ctx);
     let guard = inbox::install(rt, config, ledger, &on, create, warn)?;
     rt.plugin(|s| {
-        if let Some(m) = s.mounts.get_mut(&id) {
+        if let Some(m) = s.mounts.get_mut(id) {
             m.inbox_guard = Some(guard);
         }
     });
@@ -315,7 +315,7 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
     };
     let Some((config, ledger, warn, validate)) = rt
         .plugin(|s| {
-            let m = s.mounts.get(&mount)?;
+            let m = s.mounts.get(mount)?;
             Some((
                 m.config,
                 m.inspect_ledger.clone(),
@@ -353,7 +353,7 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
     });
     let id = rt.next_id();
     rt.plugin(|s| {
-        if let Some(m) = s.mounts.get_mut(&mount) {
+        if let Some(m) = s.mounts.get_mut(mount) {
             m.inspect_guards.extend(guard);
         }
         s.attachments.insert(
@@ -376,12 +376,12 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
 }
 
 fn detach(rt: &Runtime, id: u32) {
-    let Some(attachment) = rt.plugin(|s| s.attachments.remove(&id)).flatten() else {
+    let Some(attachment) = rt.plugin(|s| s.attachments.remove(id)).flatten() else {
         return;
     };
     if let Some(guard) = attachment.guard {
         rt.plugin(|s| {
-            if let Some(m) = s.mounts.get_mut(&attachment.mount) {
+            if let Some(m) = s.mounts.get_mut(attachment.mount) {
                 m.inspect_guards.retain(|g| *g != guard);
             }
         });
@@ -455,7 +455,7 @@ fn answer(
     };
     let in_flight = rt.inspect(|s| s.in_flight()).unwrap_or(0);
     let answer = rt.plugin(|s| {
-        let m = s.mounts.get(&mount)?;
+        let m = s.mounts.get(mount)?;
         Some(match method {
             Method::Status => {
                 let inspect_config = m
