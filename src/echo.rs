@@ -76,9 +76,16 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     let Some(first) = text.find(is_escaped) else {
         return Cow::Borrowed(text);
     };
-    let (clean, rest) = text.split_at(first);
     let mut out = String::with_capacity(text.len() + 8);
-    out.push_str(clean);
+    // `find` returns a char boundary, so both halves exist; `get` (not
+    // `split_at`) keeps string slicing's panic message out of the wasm.
+    let rest = match (text.get(..first), text.get(first..)) {
+        (Some(clean), Some(rest)) => {
+            out.push_str(clean);
+            rest
+        }
+        _ => text,
+    };
     for c in rest.chars() {
         push(&mut out, c);
     }

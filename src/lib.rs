@@ -91,3 +91,8 @@ mod exports {
         interop::inject_fault(point).map_err(|e| to_js_error(&e))
     }
 }
+
+/// The allocator of the wasm build (see Cargo.toml for why).
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();

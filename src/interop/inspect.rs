@@ -367,13 +367,14 @@ fn explain_invalid_output(rt: &Runtime, request_id: &str, resolution: &JsValue) 
         .call3(&JsValue::UNDEFINED, &schema, &data, &"output".into())
         .ok()?;
     let count = length(&violations)?;
-    let parts: Vec<String> = (0..count)
-        .filter_map(|i| at(&violations, i).as_string())
-        .collect();
-    (!parts.is_empty()).then(|| {
-        let joined = parts.join("; ");
-        text_of(&joined.into(), MAX_PAGE_TEXT)
-    })
+    let mut joined = String::new();
+    for part in (0..count).filter_map(|i| at(&violations, i).as_string()) {
+        if !joined.is_empty() {
+            joined.push_str("; ");
+        }
+        joined.push_str(&part);
+    }
+    (!joined.is_empty()).then(|| text_of(&joined.into(), MAX_PAGE_TEXT))
 }
 
 /// The `outputSchema` of a client provider's method, from `registry.list()`.

@@ -7,6 +7,7 @@
 //! JavaScript is made while a `RefCell` borrow is held, because JavaScript may
 //! call straight back in.
 
+mod de;
 mod fault;
 mod inbox;
 mod inspect;
@@ -265,7 +266,8 @@ pub fn to_js_error(error: &Error) -> JsValue {
 }
 
 /// Read any JavaScript value into a [`Raw`] config tree, never throwing: a plain
-/// copy is taken in JavaScript (getters read once) and deserialized by serde. A
+/// copy is taken in JavaScript (getters read once) and deserialized by serde
+/// (through [`de`], the config's own small deserializer). A
 /// value that cannot be copied (a function, a symbol, a Proxy, a throwing
 /// getter) reads as unreadable at the deepest field that holds it.
 pub fn raw_config(value: &JsValue) -> Raw {
@@ -273,10 +275,10 @@ pub fn raw_config(value: &JsValue) -> Raw {
 }
 
 /// `value` as a [`Raw`] tree: its plain copy through serde, or, when no copy can
-/// be taken, its fields one by one (down to a few levels) to find the culprit.
+/// be taken or read, its fields one by one (down to a few levels) to find the culprit.
 fn read_config(value: &JsValue, depth: u8) -> Raw {
     match snapshot(value) {
-        Ok(copy) => serde_wasm_bindgen::from_value(copy).unwrap_or_else(|_| unreadable(value)),
+        Ok(copy) => de::from_copy(copy).unwrap_or_else(|_| locate_unreadable(value, depth)),
         Err(_) => locate_unreadable(value, depth),
     }
 }
@@ -299,8 +301,10 @@ fn locate_unreadable(value: &JsValue, depth: u8) -> Raw {
     if !value.is_object() || depth > 2 || is_array(value) != Some(false) {
         return unreadable(value);
     }
-    let Ok(keys) = Reflect::own_keys(value) else {
-        return unreadable(value);
+    let keys = match Reflect::own_keys(value) {
+        Ok(keys) if keys.length() > 0 => keys,
+        // A value with no fields of its own (a `Set`, say) is itself the culprit.
+        _ => return unreadable(value),
     };
     let mut entries = Vec::new();
     for key in keys.iter() {

@@ -75,6 +75,53 @@ fn a_field_no_copy_can_hold_is_named() {
     assert!(message.contains("a value of type function"), "{message}");
 }
 
+/// `parseConfig` on what `js` evaluates to: the normalized config, or the error's message.
+fn parse_js(js: &str) -> Result<JsValue, String> {
+    let value = js_sys::Function::new_no_args(&format!("return {js}"))
+        .call0(&JsValue::UNDEFINED)
+        .unwrap();
+    parse_config(value).map_err(|e| get(&e, "message").as_string().unwrap())
+}
+
+#[wasm_bindgen_test]
+fn the_config_deserializer_reads_every_kind_a_copy_can_hold() {
+    // A bigint, a Map with string keys and a cycle past the schema's depth all read.
+    let c = parse_js("{ inspect: { deadlineMs: 2000n }, inbox: new Map([['mode', 'report']]) }")
+        .unwrap();
+    assert_eq!(get(&get(&c, "inspect"), "deadlineMs"), 2000);
+    assert_eq!(get(&get(&c, "inbox"), "mode"), "report");
+    let err =
+        parse_js("(() => { const o = {}; o.extra = o; return { inspect: o } })()").unwrap_err();
+    assert!(err.contains("inspect.extra is an object"), "{err}");
+    // Each kind is named in the refusal, at its field.
+    for (js, said) in [
+        (
+            "{ inspect: { deadlineMs: [1] } }",
+            "inspect.deadlineMs is a value of type array",
+        ),
+        (
+            "{ inspect: { deadlineMs: new Uint8Array(2) } }",
+            "inspect.deadlineMs is a value of type bytes",
+        ),
+        (
+            "{ inspect: { deadlineMs: new Set([1]) } }",
+            "inspect.deadlineMs is a value of type unreadable",
+        ),
+        (
+            "{ inspect: { deadlineMs: 2n ** 70n } }",
+            "inspect.deadlineMs is a value of type bigint",
+        ),
+        (
+            "{ inspect: { deadlineMs: 1.5 } }",
+            "inspect.deadlineMs is 1.5",
+        ),
+        ("{ inbox: { mode: 'fix' } }", "inbox.mode is \"fix\""),
+    ] {
+        let err = parse_js(js).unwrap_err();
+        assert!(err.contains(said), "{js}: {err}");
+    }
+}
+
 #[wasm_bindgen_test]
 fn a_registry_without_resolve_is_left_untouched_with_a_warning() {
     let bare = Object::new();

@@ -1,0 +1,177 @@
+//! A serde `Deserializer` over a plain JavaScript copy, for the config only.
+//!
+//! The config crosses once per mount: JavaScript takes a plain copy
+//! (`structuredClone`, getters read once) and serde's `Deserialize` for
+//! [`Raw`](crate::config::Raw) reads it through this deserializer. It is
+//! self-describing and small on purpose: serde-wasm-bindgen's deserializer
+//! reports type errors through serde's `Unexpected`, whose `Display` links
+//! Rust's float formatting, and the two together measured 13.5 KB of the
+//! 64 KB `.wasm` budget (`make bench`, §5). serde-wasm-bindgen still carries
+//! everything that goes out (records, counts, the normalized config).
+//!
+//! Every value maps to one visit: `null`/`undefined` to unit, booleans,
+//! numbers (bigints in `i64::MIN..=u64::MAX` as the nearest number), strings, arrays to a sequence,
+//! `Uint8Array`/`ArrayBuffer` to bytes (their contents unread), a `Map` with
+//! string keys and any other non-iterable object to a map of its own
+//! enumerable string-keyed entries. Anything else (a `Set`, a `Map` with a
+//! non-string key) is an error, which the caller reads as unreadable. Past
+//! [`MAX_DEPTH`] every value is unit, so a cyclic copy ends.
+
+use js_sys::{Array, ArrayBuffer, Map, Object, Symbol, Uint8Array};
+use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::forward_to_deserialize_any;
+use wasm_bindgen::{JsCast, JsValue};
+
+/// Nesting read before every deeper value reads as unit (the schema is two levels).
+pub const MAX_DEPTH: u8 = 16;
+
+/// The one error: the value has no plain-data reading. Its message is never
+/// formatted from serde's arguments, so no formatting code comes with it.
+#[derive(Debug)]
+pub struct Unreadable;
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no plain-data reading")
+    }
+}
+
+impl std::error::Error for Unreadable {}
+
+impl de::Error for Unreadable {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        Unreadable
+    }
+}
+
+/// Deserialize `T` from a plain copy.
+pub fn from_copy<'de, T: de::Deserialize<'de>>(value: JsValue) -> Result<T, Unreadable> {
+    T::deserialize(Plain { value, depth: 0 })
+}
+
+/// One value of the copy, at its depth.
+struct Plain {
+    value: JsValue,
+    depth: u8,
+}
+
+impl Plain {
+    fn child(&self, value: JsValue) -> Plain {
+        Plain {
+            value,
+            depth: self.depth.saturating_add(1),
+        }
+    }
+}
+
+impl<'de> de::Deserializer<'de> for Plain {
+    type Error = Unreadable;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unreadable> {
+        let v = &self.value;
+        if v.is_null() || v.is_undefined() || self.depth > MAX_DEPTH {
+            return visitor.visit_unit();
+        }
+        if let Some(b) = v.as_bool() {
+            return visitor.visit_bool(b);
+        }
+        if let Some(n) = v.as_f64() {
+            return visitor.visit_f64(n);
+        }
+        if v.is_bigint() {
+            // As the nearest number; outside i64::MIN..=u64::MAX it has no reading.
+            #[allow(clippy::cast_precision_loss)]
+            return match i64::try_from(v.clone()) {
+                Ok(n) => visitor.visit_f64(n as f64),
+                Err(v) => match u64::try_from(v) {
+                    Ok(n) => visitor.visit_f64(n as f64),
+                    Err(_) => Err(Unreadable),
+                },
+            };
+        }
+        if let Some(s) = v.as_string() {
+            return visitor.visit_string(s);
+        }
+        if let Some(array) = v.dyn_ref::<Array>() {
+            let items = array.to_vec().into_iter();
+            return visitor.visit_seq(Items { items, of: &self });
+        }
+        if v.is_instance_of::<Uint8Array>() || v.is_instance_of::<ArrayBuffer>() {
+            return visitor.visit_bytes(&[]);
+        }
+        if !v.is_object() {
+            // A symbol or a function: no copy holds one, but this reader needs no copy.
+            return Err(Unreadable);
+        }
+        let entries = if let Some(map) = v.dyn_ref::<Map>() {
+            Array::from(&map.entries().into())
+        } else if Symbol::iterator().js_in(v) {
+            return Err(Unreadable);
+        } else {
+            Object::entries(v.unchecked_ref())
+        };
+        visitor.visit_map(Entries {
+            entries: entries.to_vec().into_iter(),
+            value: None,
+            of: &self,
+        })
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// The elements of an array.
+struct Items<'a> {
+    items: std::vec::IntoIter<JsValue>,
+    of: &'a Plain,
+}
+
+impl<'de> SeqAccess<'de> for Items<'_> {
+    type Error = Unreadable;
+
+    fn next_element_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, Unreadable> {
+        match self.items.next() {
+            Some(item) => seed.deserialize(self.of.child(item)).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The `[key, value]` pairs of an object or a `Map`; every key must be a string.
+struct Entries<'a> {
+    entries: std::vec::IntoIter<JsValue>,
+    value: Option<JsValue>,
+    of: &'a Plain,
+}
+
+impl<'de> MapAccess<'de> for Entries<'_> {
+    type Error = Unreadable;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Unreadable> {
+        let Some(pair) = self.entries.next() else {
+            return Ok(None);
+        };
+        let pair: Array = pair.unchecked_into();
+        let key = pair.get(0).as_string().ok_or(Unreadable)?;
+        self.value = Some(pair.get(1));
+        seed.deserialize(key.into_deserializer()).map(Some)
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<S::Value, Unreadable> {
+        let value = self.value.take().ok_or(Unreadable)?;
+        seed.deserialize(self.of.child(value))
+    }
+}
