@@ -1,14 +1,11 @@
 // What the guard is handed from the JavaScript side: the host functions it cannot
-// import itself, and `state`, where the glue records a fault of the guard's own.
-// After a fault no export is entered again.
+// import itself, and `state`, where the glue records a fault of the guard's own
+// (helpers.js `bindShim` fills in `fault`, `fail` and `refusal`).
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 
 /** Optional peer: the registry's own validator, to word a refused page answer. */
 const tools = await import('@deepseek-ai/dsh-tools').catch(() => undefined)
-
-/** `{ fault?, fail?, refusal? }`: the glue fills it in (see helpers.js `bindShim`). */
 const state = {}
-
 export const host = {
   state,
   createUserMessage,
@@ -16,11 +13,7 @@ export const host = {
   warn: (text) => process.emitWarning(`harness-guard: ${text}`, { code: 'HARNESS_GUARD' }),
 }
 
-/**
- * Run `enter` (a call into the guard) at `point`, `logger` at hand for a fault's
- * line. After a fault it refuses without entering; a trap inside stands the guard
- * down and fails the call.
- */
+/** Enter the guard at `point`: refused after a fault; a trap inside stands it down and fails the call. */
 export function guarded(point, enter, logger) {
   if (state.fault !== undefined) throw stoodDown(state.refusal?.message)
   try {
@@ -34,7 +27,5 @@ export function guarded(point, enter, logger) {
 }
 
 function stoodDown(message = 'harness-guard stood down after an internal fault') {
-  const error = new Error(message)
-  error.code = state.refusal?.code ?? 'HARNESS_GUARD_FAILED'
-  return error
+  return Object.assign(new Error(message), { code: state.refusal?.code ?? 'HARNESS_GUARD_FAILED' })
 }

@@ -1,32 +1,27 @@
 // The cordis plugin module: what must exist before wasm runs, and the hand-over.
-// `apply` is Rust's (`apply` in src/interop/plugin.rs); so is every check.
+// `apply` is Rust's (src/interop/plugin.rs); so is every check.
 import Schema from '@deepseek-ai/schemastery'
 import * as wasm from './harness_guard.js'
 import { guarded, host } from './host.js'
 
 /** Cordis plugin name. */
 export const name = 'harness-guard'
-
 /** Nothing is required: the inspect half starts while `cordisInspect` exists, the inbox half always. */
 export const inject = []
 
-// The defaults the settings UI shows are Rust's (`parseConfig(undefined)`); they are
-// written out so that importing runs no wasm, and a package test binds them to Rust's.
-const num = (value, text) => Schema.number().default(value).description(text)
+// The defaults the settings UI shows are Rust's (`parseConfig(undefined)`), written
+// out so that importing runs no wasm; a package test binds them to Rust's.
+const opt = (schema, value, text) => (value === undefined ? schema : schema.default(value)).description(text)
 export const Config = Schema.object({
   inspect: Schema.object({
-    enabled: Schema.boolean().default(true)
-      .description('Guard platform:"client" cordis_inspect_query calls. false: the inspect half is not installed.'),
-    deadlineMs: num(15000, 'How long a client inspect query may wait for a page, in ms. Integer, 1 ..= 2147483647.'),
-    refusalGraceMs: Schema.number()
-      .description('After a page refuses, how long another page may still answer, in ms. Integer, 0 ..= deadlineMs; default min(1000, deadlineMs).'),
+    enabled: opt(Schema.boolean(), true, 'Guard platform:"client" cordis_inspect_query calls. false: the inspect half is not installed.'),
+    deadlineMs: opt(Schema.number(), 15000, 'How long a client inspect query may wait for a page, in ms. Integer, 1 ..= 2147483647.'),
+    refusalGraceMs: opt(Schema.number(), undefined, 'After a page refuses, how long another page may still answer, in ms. Integer, 0 ..= deadlineMs; default min(1000, deadlineMs).'),
   }).description('Client inspect queries'),
   inbox: Schema.object({
-    enabled: Schema.boolean().default(true)
-      .description('Guard every agent\'s inbox.claim. false: the inbox half is not installed.'),
-    mode: Schema.union(['repair', 'quarantine', 'report']).default('repair')
-      .description('repair: scalars become user messages, anything else is dropped. quarantine: every non-message is dropped. report: nothing is touched, only recorded.'),
-    previewChars: num(80, 'Longest preview of a recorded value, in characters. Integer, 1 ..= 100000.'),
+    enabled: opt(Schema.boolean(), true, 'Guard every agent\'s inbox.claim. false: the inbox half is not installed.'),
+    mode: opt(Schema.union(['repair', 'quarantine', 'report']), 'repair', 'repair: scalars become user messages, anything else is dropped. quarantine: every non-message is dropped. report: nothing is touched, only recorded.'),
+    previewChars: opt(Schema.number(), 80, 'Longest preview of a recorded value, in characters. Integer, 1 ..= 100000.'),
   }).description('Agent inbox entries'),
 })
 
@@ -39,7 +34,7 @@ if (standard) {
     configurable: true,
     get() {
       const inner = standard.call(this)
-      const validate = (value) => {
+      return { ...inner, validate: (value) => {
         try {
           guarded('apply', () => wasm.parseConfig(value))
         } catch (error) {
@@ -47,8 +42,7 @@ if (standard) {
           return { issues: [{ message: error.message, path: error.field.split('.') }] }
         }
         return inner.validate(value)
-      }
-      return { ...inner, validate }
+      } }
     },
   })
 }
