@@ -116,8 +116,8 @@ pub fn render_number(n: f64) -> String {
 /// How deep a config tree is read; anything deeper is "an object" (the schema is two levels).
 const MAX_DEPTH: u8 = 4;
 
-/// Reads any self-describing value (serde-wasm-bindgen hands over what
-/// JavaScript passed) into a [`Raw`] tree, so that every value, however wrong,
+/// Reads any self-describing value (in the wasm build, the boundary's
+/// deserializer of a plain copy of what JavaScript passed) into a [`Raw`] tree, so that every value, however wrong,
 /// reaches [`parse`] and is refused there with its field's name.
 impl<'de> Deserialize<'de> for Raw {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
