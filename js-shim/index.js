@@ -28,23 +28,17 @@ export const Config = Schema.object({
 // The loader validates a candidate config through `Config['~standard'].validate`
 // before it tears the running plugin down: Rust's checks run there first, so an
 // invalid change is refused while the last good tree keeps running.
-const standard = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Config), '~standard')?.get
-if (standard) {
-  Object.defineProperty(Config, '~standard', {
-    configurable: true,
-    get() {
-      const inner = standard.call(this)
-      return { ...inner, validate: (value) => {
-        try {
-          guarded('apply', () => wasm.parseConfig(value))
-        } catch (error) {
-          if (error?.code !== 'HARNESS_GUARD_INVALID_CONFIG') throw error
-          return { issues: [{ message: error.message, path: error.field.split('.') }] }
-        }
-        return inner.validate(value)
-      } }
-    },
-  })
+const inner = Config['~standard']
+if (inner) {
+  Object.defineProperty(Config, '~standard', { configurable: true, value: { ...inner, validate(value) {
+    try {
+      guarded('apply', () => wasm.parseConfig(value))
+    } catch (error) {
+      if (error?.code !== 'HARNESS_GUARD_INVALID_CONFIG') throw error
+      return { issues: [{ message: error.message, path: error.field.split('.') }] }
+    }
+    return inner.validate(value)
+  } } })
 }
 
 /** Mount both halves; `config` may be omitted. Throws, installing nothing, on an invalid config. */
