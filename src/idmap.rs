@@ -4,7 +4,7 @@
 //! registry attachments). Ids are handed out in increasing order, so an insert
 //! is a push and a lookup a binary search. One small generic type in place of
 //! four `HashMap` instantiations keeps hashbrown's rehashing code out of the
-//! `.wasm` (about 4 KB gzipped, measured with `make bench`).
+//! `.wasm` (0.5 KB gzipped, measured by building with and without it).
 
 /// Values by `u32` id, in id order.
 #[derive(Debug)]

@@ -163,7 +163,7 @@ impl LogBound {
             let Some((seq, oldest)) = self.order.pop_front() else {
                 break;
             };
-            if self.windows.get(&oldest).is_some_and(|w| w.seq == seq) {
+            if is_live(&self.windows, seq, &oldest) {
                 self.windows.remove(&oldest);
             }
         }
@@ -173,8 +173,7 @@ impl LogBound {
     fn compact(&mut self) {
         if self.order.len() > 2 * self.windows.len() + MIN_PRUNE_INTERVAL {
             let windows = &self.windows;
-            self.order
-                .retain(|(seq, s)| windows.get(s).is_some_and(|w| w.seq == *seq));
+            self.order.retain(|(seq, s)| is_live(windows, *seq, s));
         }
     }
 
@@ -190,10 +189,15 @@ impl LogBound {
     fn live_order(&self) -> Vec<&str> {
         self.order
             .iter()
-            .filter(|(seq, s)| self.windows.get(s).is_some_and(|w| w.seq == *seq))
+            .filter(|(seq, s)| is_live(&self.windows, *seq, s))
             .map(|(_, s)| s.as_str())
             .collect()
     }
+}
+
+/// Whether the eviction-order entry `(seq, session)` is its session's running window.
+fn is_live(windows: &HashMap<String, Window>, seq: u64, session: &str) -> bool {
+    windows.get(session).is_some_and(|w| w.seq == seq)
 }
 
 /// The line written in place of a session's first left-out line.

@@ -6,7 +6,7 @@
 //! self-describing and small on purpose: serde-wasm-bindgen's deserializer
 //! reports type errors through serde's `Unexpected`, whose `Display` links
 //! Rust's float formatting, and the two together measured 13.5 KB of the
-//! 64 KB `.wasm` budget (`make bench`, §5). serde-wasm-bindgen still carries
+//! 64 KB `.wasm` budget (measured by building without it). serde-wasm-bindgen still carries
 //! everything that goes out (records, counts, the normalized config).
 //!
 //! Every value maps to one visit: `null`/`undefined` to unit, booleans,
