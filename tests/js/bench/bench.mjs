@@ -706,39 +706,45 @@ function startup() {
  * A child's flags: this process's own (under --profile they carry --cpu-prof
  * and --trace-gc, so every child is profiled too), and --expose-gc.
  */
-const childFlags = () => [...new Set(['--expose-gc', ...process.execArgv])]
+const childFlags = (name) => [...new Set(['--expose-gc', ...process.execArgv.filter((f) => !f.startsWith('--cpu-prof-name'))]),
+  ...(process.env.HARNESS_GUARD_BENCH_PROFILE ? [`--cpu-prof-name=${name}.cpuprofile`] : [])]
 /** The child's result: the last line of its stdout that is a JSON object (--trace-gc lines come before). */
 const resultOf = (stdout) => JSON.parse(stdout.trim().split('\n').filter((line) => line.startsWith('{')).at(-1))
 let childSeq = 0
+/** A child's name under --profile: its CPU profile and --trace-gc lines are filed under it. */
+const childName = (kind, params) => {
+  childSeq += 1
+  return `child-${String(childSeq).padStart(2, '0')}-${kind}-${params.arm ?? 'hg'}${params.workload ? `-${params.workload}` : ''}${params.n ? `-${params.n}` : ''}`
+}
 /** Under --profile, keep a child's --trace-gc lines beside its CPU profile. */
-function keepTrace(kind, params, stdout) {
+function keepTrace(name, stdout) {
   const dir = process.env.HARNESS_GUARD_BENCH_PROFILE
   if (!dir) return
-  childSeq += 1
-  const name = `child-${String(childSeq).padStart(2, '0')}-${kind}-${params.arm ?? params.workload}${params.n ? `-${params.n}` : ''}.trace-gc.txt`
-  writeFileSync(path.join(dir, name), stdout.split('\n').filter((line) => !line.startsWith('{')).join('\n'))
+  writeFileSync(path.join(dir, `${name}.trace-gc.txt`), stdout.split('\n').filter((line) => !line.startsWith('{')).join('\n'))
 }
 
 function child(kind, params) {
-  const result = spawnSync(process.execPath, [...childFlags(), fileURLToPath(import.meta.url), '--child', kind, JSON.stringify(params)], {
+  const name = childName(kind, params)
+  const result = spawnSync(process.execPath, [...childFlags(name), fileURLToPath(import.meta.url), '--child', kind, JSON.stringify(params)], {
     cwd: RIG, encoding: 'utf8', maxBuffer: 256 << 20,
   })
   if (result.status !== 0) throw new Error(`child ${kind} ${JSON.stringify(params)} failed (${result.status}): ${result.stderr}`)
-  keepTrace(kind, params, result.stdout)
+  keepTrace(name, result.stdout)
   return resultOf(result.stdout)
 }
 
 /** Two growth children at once (memory, not time, is measured there), as promises. */
 function childAsync(kind, params) {
+  const name = childName(kind, params)
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [...childFlags(), fileURLToPath(import.meta.url), '--child', kind, JSON.stringify(params)], { cwd: RIG })
+    const proc = spawn(process.execPath, [...childFlags(name), fileURLToPath(import.meta.url), '--child', kind, JSON.stringify(params)], { cwd: RIG })
     let stdout = ''
     let stderr = ''
     proc.stdout.on('data', (d) => { stdout += d })
     proc.stderr.on('data', (d) => { stderr += d })
     proc.on('close', (code) => {
       if (code !== 0) return reject(new Error(`child ${kind} failed (${code}): ${stderr}`))
-      keepTrace(kind, params, stdout)
+      keepTrace(name, stdout)
       resolve(resultOf(stdout))
     })
   })
@@ -753,6 +759,44 @@ if (CHILD) {
 }
 
 // ---- --profile: one section in a child under --cpu-prof and --trace-gc ------------------------
+
+/** The functions with the most self time in a .cpuprofile, one line. */
+function profileSummary(file) {
+  const profile = JSON.parse(readFileSync(file, 'utf8'))
+  const byNode = new Map(profile.nodes.map((node) => [node.id, node]))
+  const self = new Map()
+  let total = 0
+  for (let i = 0; i < profile.samples.length; i += 1) {
+    const node = byNode.get(profile.samples[i])
+    const dt = profile.timeDeltas[i] ?? 0
+    total += dt
+    const { functionName, url, lineNumber } = node.callFrame
+    // Where: the package path under node_modules (`@deepseek-ai/cordis/lib/index.js`), else the file name.
+    const where = url.includes('node_modules/') ? url.slice(url.lastIndexOf('node_modules/') + 13) : path.basename(url)
+    const key = `${functionName || '(anonymous)'}${url ? ` ${where}:${lineNumber + 1}` : ''}`
+    self.set(key, (self.get(key) ?? 0) + dt)
+  }
+  const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 8)
+  return `${(total / 1000).toFixed(0)} ms sampled; most self time: ${top.map(([k, v]) => `${k} ${(100 * v / total).toFixed(1)}%`).join(', ')}`
+}
+
+/** Collections in a --trace-gc file: count and total pause per kind, the longest pause. */
+function gcSummary(file) {
+  const kinds = new Map()
+  let longest = [0, '']
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const m = /ms: ([A-Za-z -]+?) [\d.]+ \([\d.]+\) -> [\d.]+ \([\d.]+\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \/ [\d.]+ ms/.exec(line)
+    if (!m) continue
+    const [, kind, pause] = m
+    const k = kinds.get(kind) ?? { n: 0, ms: 0 }
+    k.n += 1
+    k.ms += Number(pause)
+    kinds.set(kind, k)
+    if (Number(pause) > longest[0]) longest = [Number(pause), `${kind} ${line.split('ms: ')[1].split(',')[0].replace(kind, '').trim()}`]
+  }
+  if (kinds.size === 0) return 'no collections'
+  return `${[...kinds].map(([kind, k]) => `${k.n} × ${kind} (${k.ms.toFixed(1)} ms)`).join(', ')}; longest pause ${longest[0].toFixed(1)} ms (${longest[1]})`
+}
 
 const SECTIONS = { 1: 'per-call', 2: 'claims', 3: 'scale', 4: 'growth', 5: 'startup' }
 const only = ONLY === undefined ? undefined
@@ -772,7 +816,7 @@ if (PROFILE) {
   const dir = path.join(HERE, 'profiles', `${stamp}-section-${only}`)
   mkdirSync(dir, { recursive: true })
   const gcLog = path.join(dir, 'main.trace-gc.txt')
-  const args = ['--expose-gc', '--cpu-prof', `--cpu-prof-dir=${dir}`, '--trace-gc', fileURLToPath(import.meta.url), ...argv.filter((a) => a !== '--profile')]
+  const args = ['--expose-gc', '--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-name=main.cpuprofile', '--trace-gc', fileURLToPath(import.meta.url), ...argv.filter((a) => a !== '--profile')]
   console.log(`profiling section ${only} (${SECTIONS[only]}) in a child: node ${args.map((a) => path.isAbsolute(a) ? path.relative(process.cwd(), a) : a).join(' ')}`)
   const traced = []
   const proc = spawn(process.execPath, args, { cwd: RIG, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HARNESS_GUARD_BENCH_PROFILE: dir } })
@@ -789,9 +833,13 @@ if (PROFILE) {
   writeFileSync(gcLog, traced.join('\n') + '\n')
   const files = readdirSync(dir).sort()
   const rel = (f) => path.relative(process.cwd(), path.join(dir, f))
-  console.log(`\nprofile of section ${only} (exit ${code}), in ${path.relative(process.cwd(), dir)}/:`)
-  for (const f of files) console.log(`  ${rel(f)}  ${f.endsWith('.cpuprofile') ? '(CPU profile: open in Chrome DevTools → Performance, or speedscope)' : `(--trace-gc: ${readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean).length} collections)`}`)
-  console.log('  Children (section 3 and 4 run their work in child processes) write one .cpuprofile each, named by pid; their --trace-gc lines are in child-*.trace-gc.txt.')
+  console.log(`\nprofile of section ${only} (exit ${code}), in ${path.relative(process.cwd(), dir)}/ (timings under the profiler are slower than a plain run's):`)
+  for (const f of files.filter((x) => x.endsWith('.cpuprofile'))) {
+    const base = f.replace(/\.cpuprofile$/, '')
+    console.log(`\n  ${rel(f)}: ${profileSummary(path.join(dir, f))}`)
+    if (files.includes(`${base}.trace-gc.txt`)) console.log(`  ${rel(`${base}.trace-gc.txt`)}: ${gcSummary(path.join(dir, `${base}.trace-gc.txt`))}`)
+  }
+  console.log('\nOpen a .cpuprofile in Chrome DevTools (Performance → Load profile) or https://www.speedscope.app. Sections 3 and 4 do their work in child processes: one profile and one --trace-gc file per child, named by what it ran.')
   process.exit(code ?? 1)
 }
 

@@ -6,7 +6,7 @@
 //
 // Only the markers are looked for, so the block may sit in any section of either
 // README and move when the READMEs are rewritten; a marker may carry spaces around
-// it on its line. Everything outside the markers is left byte for byte as it was.
+// it on its line, and one shown inside fenced code is not a marker. Everything outside the markers is left byte for byte as it was.
 // A README with no markers, or more than one pair, is an error that says what to add,
 // and then neither side is written.
 //
@@ -33,11 +33,28 @@ function benchBlock(bench) {
   return `${facts}\n\n${table}`
 }
 
+/** The indexes of the lines that are `marker` alone, outside fenced code (a README may show the markers in a fence). */
+function markerLines(lines, marker) {
+  const found = []
+  let fence = null
+  lines.forEach((line, i) => {
+    const f = /^ {0,3}(`{3,}|~{3,})/.exec(line)
+    if (fence) {
+      if (f && f[1][0] === fence[0] && f[1].length >= fence.length && line.trim() === f[1]) fence = null
+    } else if (f) {
+      fence = f[1]
+    } else if (line.trim() === marker) {
+      found.push(i)
+    }
+  })
+  return found
+}
+
 /** `text` with the lines between its one pair of bench markers replaced by `block`. */
 function place(side, text, block) {
   const lines = text.split('\n')
-  const starts = lines.flatMap((line, i) => (line.trim() === BENCH_START ? [i] : []))
-  const ends = lines.flatMap((line, i) => (line.trim() === BENCH_END ? [i] : []))
+  const starts = markerLines(lines, BENCH_START)
+  const ends = markerLines(lines, BENCH_END)
   if (starts.length !== 1 || ends.length !== 1 || ends[0] < starts[0]) {
     throw new Error(`${side} needs exactly one pair of bench markers, \`${BENCH_START}\` then \`${BENCH_END}\`, each on a line of its own, where the benchmark table goes (found ${starts.length} and ${ends.length}); nothing was written`)
   }
