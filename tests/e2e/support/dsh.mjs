@@ -50,7 +50,7 @@ export function stopAll() {
 }
 process.once('exit', stopAll)
 
-/** The environment a `dsh` child gets: only what the suite sets, over the parent's minus DSH_*/DEEPSEEK_*. */
+/** The environment a `dsh` child gets: the parent's without its DSH_ and DEEPSEEK_ variables, plus what the suite sets. */
 export function dshEnv({ home, modelUrl, extra = {} }) {
   const env = {}
   for (const [k, v] of Object.entries(process.env)) if (!/^(DSH_|DEEPSEEK_)/.test(k)) env[k] = v

@@ -119,3 +119,46 @@ export async function startFakeModel(respond) {
     },
   }
 }
+
+/** True for user messages the host injects itself (runtime context, reminders), not prompts. */
+const injected = (text) => text.startsWith('Current runtime context') || text.startsWith('<system-reminder>')
+
+/** The last prompt of a request: the newest user message the host did not inject. */
+export function promptOf(request) {
+  const prompts = (request.body.messages ?? []).filter(m => m.role === 'user').map(m => textOf(m.content)).filter(t => !injected(t))
+  return prompts.at(-1)
+}
+
+/** How many model steps of the current turn came before this request (assistant messages after the last user message). */
+export function stepOf(request) {
+  const messages = request.body.messages ?? []
+  let last = -1
+  messages.forEach((m, i) => { if (m.role === 'user') last = i })
+  return messages.slice(last + 1).filter(m => m.role === 'assistant').length
+}
+
+/** The newest tool result of a request (`{ toolCallId, text }`), if any. */
+export const lastToolResult = (request) => toolResults(request).at(-1)
+
+/** The prefix a scripted model puts before a tool result it quotes. */
+export const QUOTE = 'The tool answered: '
+
+/** A final reply quoting the newest tool result verbatim, so a test can read what the model saw. */
+export const quoteToolResult = (request) => say(`${QUOTE}${lastToolResult(request)?.text ?? '(no tool result)'}`)
+
+/**
+ * A responder scripted per prompt: `plans[prompt][step]` answers step `step`
+ * of the turn that `prompt` started (a reply object or a function of the
+ * request). Past the end of a plan, and for prompts without one, the model
+ * quotes the newest tool result, or echoes the prompt when there is none.
+ * Side calls (session titles) get a fixed title.
+ */
+export function byPrompt(plans = {}) {
+  return (request) => {
+    if (request.agentIndex < 0) return say('E2E session')
+    const prompt = promptOf(request)
+    const reply = plans[prompt]?.[stepOf(request)]
+    if (reply) return typeof reply === 'function' ? reply(request) : reply
+    return lastToolResult(request) ? quoteToolResult(request) : say(`ECHO: ${prompt}`)
+  }
+}

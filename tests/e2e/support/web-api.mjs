@@ -75,6 +75,7 @@ export async function openHostEvents(baseUrl) {
   const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/api/events.host`)
   const events = []
   const waiters = new Set()
+  const listeners = new Set()
   ws.addEventListener('message', (e) => {
     let frame
     try { frame = JSON.parse(String(e.data)) } catch { return }
@@ -82,6 +83,7 @@ export async function openHostEvents(baseUrl) {
     if (!payload) return
     events.push(payload)
     for (const w of [...waiters]) if (w.pred(payload)) { waiters.delete(w); w.resolve(payload) }
+    for (const fn of [...listeners]) { try { fn(payload) } catch {} }
   })
   await new Promise((resolve, reject) => {
     ws.addEventListener('open', resolve, { once: true })
@@ -89,6 +91,8 @@ export async function openHostEvents(baseUrl) {
   })
   return {
     events,
+    /** Call `fn(payload)` for every frame from now on; returns an unsubscribe function. */
+    on(fn) { listeners.add(fn); return () => listeners.delete(fn) },
     next(pred, ms = 10_000) {
       const hit = events.find(pred)
       if (hit) return Promise.resolve(hit)
