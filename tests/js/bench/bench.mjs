@@ -1013,8 +1013,9 @@ if (s3.length) {
       big && h ? `p99 < 50 ms: ${ms(h.p99)}` : '—', big && h ? h.p99 < 50 : undefined)
     chart.lateness.push({ n, ...Object.fromEntries([['hg', h], ['pj', p], ['sd', d]].filter(([, x]) => x).map(([arm, x]) => [arm, x.p99])) })
     if (full) {
-      const rss = (x) => `${mib(x.maxRss)} (+${mib(x.peakRss - x.baseRss)})`
-      row('3', `${int(n)}: peak RSS (added) · wasm memory`, cell(u, rss), cell(h, (x) => `${rss(x)} · ${kib(x.peakWasm)}`), cell(p, rss), cell(d, rss), '—', '—')
+      // A guard's added RSS over the unguarded arm's, per waiting query.
+      const rss = (x) => `${mib(x.maxRss)} (+${mib(x.peakRss - x.baseRss)}${u && x !== u ? `; ${int((x.peakRss - x.baseRss - (u.peakRss - u.baseRss)) / n)} B per query over unguarded` : ''})`
+      row('3', `${int(n)}: peak RSS (added over the RSS before issuing) · wasm memory`, cell(u, rss), cell(h, (x) => `${rss(x)} · ${kib(x.peakWasm)}`), cell(p, rss), cell(d, rss), '—', '—')
       const left = (x) => `${x.pending} / ${x.timeouts}${x.wrongCode ? ` (${x.wrongCode} not INSPECT_CLIENT_DEADLINE)` : ''}`
       row('3', `${int(n)}: pending entries / Timeouts left afterwards`, '—', cell(h, left), cell(p, left), cell(d, left), '—',
         big && h ? 'pending empty, no Timeout' : '—', big && h ? h.pending === 0 && h.timeouts === 0 && h.wrongCode === 0 : undefined)
