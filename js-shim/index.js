@@ -32,7 +32,7 @@ const inner = Config['~standard']
 if (inner) {
   Object.defineProperty(Config, '~standard', { configurable: true, value: { ...inner, validate(value) {
     try {
-      guarded('apply', () => wasm.parseConfig(value))
+      guarded('config', () => wasm.parseConfig(value))
     } catch (error) {
       if (error?.code !== 'HARNESS_GUARD_INVALID_CONFIG') throw error
       return { issues: [{ message: error.message, path: error.field.split('.') }] }

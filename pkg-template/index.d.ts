@@ -34,6 +34,33 @@ export interface Violation {
   valueKind: string
   preview: string
   action: 'repaired' | 'quarantined' | 'observed'
+  /** Which value: every record of one value (its write, while pending, its claim) has the same id. */
+  valueId: number
+}
+
+/** What the guard is doing: the `status()` of both services and of the `HarnessGuard` provider. */
+export interface Status {
+  version: string
+  /** Present while the guard stands down after a fault of its own. */
+  failed?: string
+  /** Recoveries on a fresh instance after faults, in this process. */
+  recoveries: number
+  /** The guard's last fault of its own: the entry point, and when (ms since the epoch). */
+  lastFault?: { point: string; at: number }
+  /** Present when the guard recovered too often and stays down until the process restarts. */
+  gaveUp?: true
+  inspect: {
+    installed: boolean
+    deadlineMs?: number
+    refusalGraceMs?: number
+    inFlight: number
+    counts: { deadline: number; refused: number; unboundAgent: number; disposed: number }
+  }
+  inbox: {
+    installed: boolean
+    mode: 'repair' | 'quarantine' | 'report'
+    counts: { repaired: number; quarantined: number; observed: number }
+  }
 }
 
 /** The `inspectClientGuard` service. */
@@ -41,13 +68,16 @@ export interface InspectClientGuard {
   reports(): InspectReport[]
   counts(): { deadline: number; refused: number; unboundAgent: number; disposed: number }
   reset(): void
+  status(): Status
 }
 
 /** The `inboxInputGuard` service. */
 export interface InboxInputGuard {
   violations(): Violation[]
+  /** `observed` counts values: one value seen at its write, while pending and at its claim counts once. */
   counts(): { repaired: number; quarantined: number; observed: number }
   reset(): void
+  status(): Status
 }
 
 export const name: 'harness-guard'

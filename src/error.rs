@@ -75,7 +75,8 @@ pub enum Error {
     },
     /// The guard stood down after a fault of its own while the query waited.
     GuardFailed,
-    /// The guard stood down after a fault of its own earlier in this process.
+    /// The guard stands down after a fault of its own (until it recovers, or for
+    /// good once it recovered too often).
     StoodDown,
     /// An input to the guard's host inspect provider is outside what it allows.
     InvalidInput {
@@ -170,11 +171,11 @@ impl fmt::Display for Error {
             Error::GuardFailed => write!(
                 f,
                 "Client inspect query abandoned: harness-guard stood down after an internal fault while the query \
-                 waited for a page, and cancelled it. Later queries run without the guard. {INSTEAD}"
+                 waited for a page, and cancelled it; it guards again once it recovered. {INSTEAD}"
             ),
             Error::StoodDown => f.write_str(
-                "harness-guard stood down after an internal fault earlier in this process and is not mounted again \
-                 (its WebAssembly instance is not trusted after a fault); restart the process to guard again",
+                "harness-guard stood down after an internal fault of its own and guards nothing until it recovers on a \
+                 fresh WebAssembly instance (see recoveries and lastFault)",
             ),
             Error::InvalidInput {
                 field,

@@ -359,6 +359,19 @@ pub const fn decide(mode: Mode, class: Class) -> Action {
     }
 }
 
+/// What a message-shaped entry is when the batch did not come from the host's own
+/// claim alone: the host reads the entry again (and serializes it), so it is a
+/// usable message only if its plain copy (each field read once, as JSON) is one.
+/// `copy`: the copy's probe, or `None` when it has no plain copy (a cycle, a
+/// trapping Proxy, a throwing getter, a bigint field). A usable copy is handed on
+/// in the entry's place; anything else is the non-message it is.
+pub fn judge_copy(copy: Option<&Probe>) -> Class {
+    match copy {
+        Some(probe) if classify(probe) == Class::Message => Class::Message,
+        _ => Class::Other,
+    }
+}
+
 /// The `source` of a repaired message: `{ kind, plugin, form, summary }`.
 pub const REPAIR_SOURCE: [(&str, &str); 3] = [
     ("kind", "plugin"),
@@ -401,6 +414,29 @@ mod tests {
     #[test]
     fn a_complete_user_message_is_usable() {
         assert_eq!(classify(&message()), Class::Message);
+    }
+
+    #[test]
+    fn a_message_shaped_entry_is_usable_only_through_a_usable_plain_copy() {
+        assert_eq!(judge_copy(Some(&message())), Class::Message);
+        assert_eq!(judge_copy(None), Class::Other, "no plain copy: not data");
+        let broken = with(|p| {
+            if let Probe::Object { source, .. } = p {
+                *source = Field::Missing;
+            }
+        });
+        assert_eq!(
+            judge_copy(Some(&broken)),
+            Class::Other,
+            "the copy reads differently"
+        );
+        assert_eq!(
+            judge_copy(Some(&Probe::String)),
+            Class::Other,
+            "a toJSON that returns a string"
+        );
+        assert_eq!(decide(Mode::Repair, judge_copy(None)), Action::Drop);
+        assert_eq!(decide(Mode::Report, judge_copy(None)), Action::Observe);
     }
 
     #[test]

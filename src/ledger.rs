@@ -148,6 +148,12 @@ pub struct Violation {
     pub preview: String,
     /// `repaired`, `quarantined` or `observed`.
     pub action: &'static str,
+    /// Which value this is: every record of one value (seen at its write, while
+    /// pending, when claimed) carries the id of its first (see [`crate::sightings`]).
+    pub value_id: u64,
+    /// A later sighting of a value already recorded: it adds no `observed` count.
+    #[serde(skip)]
+    pub repeat: bool,
 }
 
 /// Counters of inbox violations by action.
@@ -157,7 +163,7 @@ pub struct InboxCounts {
     pub repaired: u64,
     /// Entries dropped.
     pub quarantined: u64,
-    /// Entries only recorded.
+    /// Values only recorded (each value once, however often it was seen).
     pub observed: u64,
 }
 
@@ -167,6 +173,7 @@ impl Record for Violation {
         match self.action {
             "repaired" => counts.repaired += 1,
             "quarantined" => counts.quarantined += 1,
+            _ if self.repeat => {}
             _ => counts.observed += 1,
         }
     }
@@ -255,10 +262,12 @@ mod tests {
             value_kind: "string",
             preview: "x".into(),
             action: "repaired",
+            value_id: 7,
+            repeat: true,
         };
         assert_eq!(
             json(&v),
-            r#"{"at":1.0,"origin":"claimed","sessionId":null,"seq":null,"target":"next-turn","index":2,"valueKind":"string","preview":"x","action":"repaired"}"#,
+            r#"{"at":1.0,"origin":"claimed","sessionId":null,"seq":null,"target":"next-turn","index":2,"valueKind":"string","preview":"x","action":"repaired","valueId":7}"#,
             "missing reads null"
         );
         let c = InspectCounts {
@@ -288,9 +297,16 @@ mod tests {
     }
 
     #[test]
-    fn violations_count_by_action() {
+    fn violations_count_by_action_and_observations_by_value() {
         let mut l = Ledger::default();
-        for action in ["repaired", "quarantined", "observed", "observed"] {
+        for (action, repeat) in [
+            ("repaired", false),
+            ("quarantined", false),
+            ("observed", false),
+            ("observed", false),
+            ("observed", true),
+            ("repaired", true),
+        ] {
             l.push(Violation {
                 at: 0.0,
                 origin: "claimed",
@@ -301,16 +317,20 @@ mod tests {
                 value_kind: "string",
                 preview: String::new(),
                 action,
+                value_id: 1,
+                repeat,
             });
         }
         assert_eq!(
             l.counts(),
             &InboxCounts {
-                repaired: 1,
+                repaired: 2,
                 quarantined: 1,
                 observed: 2
-            }
+            },
+            "a value seen again adds no observation; an action always counts"
         );
+        assert_eq!(l.records().count(), 6, "every sighting is a record");
     }
 
     #[test]

@@ -7,18 +7,22 @@
 //! guards saw is offered to the model as the read-only host inspect provider
 //! `HarnessGuard`.
 //!
-//! The pure core ([`config`], [`flights`], [`inbox`], [`ledger`], [`provider`],
-//! [`echo`], [`throttle`], [`error`], [`idmap`]) works on plain Rust types and is tested
+//! The pure core ([`config`], [`flights`], [`inbox`], [`sightings`], [`ledger`],
+//! [`provider`], [`command`], [`recovery`], [`echo`], [`throttle`], [`error`],
+//! [`idmap`]) works on plain Rust types and is tested
 //! natively. The boundary (`interop`) does the cordis wiring and patches the
 //! live host objects; the `#[wasm_bindgen]` exports below only hand their
 //! inputs to it and map errors to coded JavaScript `Error`s.
 //!
 //! ```js
-//! // The plugin module (the package's main entry) calls, once per mount:
-//! //   apply(ctx, config, host)   // host: { state, createUserMessage, validateJsonSchemaValue? }
+//! // The plugin module (the package's main entry) calls, once at import:
+//! //   bindHost(host)             // host: { state, createUserMessage, validateJsonSchemaValue? }
+//! // and once per mount:
+//! //   apply(ctx, config, host)
 //! ```
 #![deny(missing_docs, missing_debug_implementations)]
 
+pub mod command;
 pub mod config;
 pub mod echo;
 pub mod error;
@@ -27,6 +31,8 @@ pub mod idmap;
 pub mod inbox;
 pub mod ledger;
 pub mod provider;
+pub mod recovery;
+pub mod sightings;
 pub mod throttle;
 
 #[cfg(target_arch = "wasm32")]
@@ -50,6 +56,38 @@ mod exports {
     #[wasm_bindgen]
     pub fn apply(ctx: JsValue, config: JsValue, host: JsValue) -> Result<(), JsValue> {
         interop::apply(&ctx, &config, &host).map_err(|e| to_js_error(&e))
+    }
+
+    /// Hand the plugin module's `host` to the boundary's JavaScript side (once, at import).
+    #[wasm_bindgen(js_name = bindHost)]
+    pub fn bind_host(host: JsValue) {
+        interop::bind_host(&host);
+    }
+
+    /// Apply a mount (or a programmatic install) again on this instance, from its
+    /// record: the recovery after a fault of an earlier instance.
+    #[wasm_bindgen]
+    pub fn reapply(record: JsValue) -> Result<(), JsValue> {
+        interop::reapply(&record).map_err(|e| to_js_error(&e))
+    }
+
+    /// After a fault: `[giveUp, afterMs]`, given the monotonic times of the
+    /// recoveries so far and now (see [`crate::recovery`]).
+    #[wasm_bindgen(js_name = recoveryPlan)]
+    pub fn recovery_plan(recent: &[f64], now: f64) -> Array {
+        interop::recovery_plan(recent, now)
+    }
+
+    /// Recover after `after_ms` (a gloo `Timeout` owned by this instance's runtime).
+    #[wasm_bindgen(js_name = scheduleRecovery)]
+    pub fn schedule_recovery(after_ms: f64) {
+        interop::schedule_recovery(after_ms);
+    }
+
+    /// Drop a waiting recovery.
+    #[wasm_bindgen(js_name = cancelRecovery)]
+    pub fn cancel_recovery() {
+        interop::cancel_recovery();
     }
 
     /// Validate the plugin config; returns it normalized with every default filled in.

@@ -88,13 +88,31 @@ pub fn limit(input: &Raw) -> Result<usize, Error> {
 pub struct Status<'a> {
     /// The package version.
     pub version: &'static str,
-    /// Present once the guard stood down after a fault of its own.
+    /// Present while the guard stands down after a fault of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<&'a str>,
+    /// Recoveries on a fresh instance so far in this process.
+    pub recoveries: u32,
+    /// The last fault of the guard, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_fault: Option<LastFault>,
+    /// The guard recovered too often and stays down until the process restarts.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub gave_up: bool,
     /// The inspect half.
     pub inspect: InspectStatus<'a>,
     /// The inbox half.
     pub inbox: InboxStatus<'a>,
+}
+
+/// Where and when the guard last faulted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LastFault {
+    /// The entry point (`claim`, `preStep`, `created`, `sessionEvent`, `begin`,
+    /// `settle`, `tick`, `resolve`, `apply` or `plugin`).
+    pub point: String,
+    /// When, in ms since the epoch.
+    pub at: f64,
 }
 
 /// The inspect half in a `status` answer.
@@ -253,6 +271,8 @@ mod tests {
             value_kind: "string",
             preview: preview.into(),
             action: "repaired",
+            value_id: 1,
+            repeat: false,
         }
     }
 

@@ -1,91 +1,53 @@
-// The JavaScript side of the boundary: trampolines, fact readers, failing open.
+// The JavaScript side of the boundary: trampolines, patches, flights, the timer, fact readers.
 //
 // Rust makes every decision. What is here carries them out, or could not be
 // done from wasm at the same cost:
-// - trampolines: functions that hand their `this` and arguments to one of the
-//   closures the runtime made once (`dispatch`, `admit`, `begin`, `settle`,
-//   `tick`), each named by the entry point it serves;
-// - the JavaScript half of each client query in flight (its signals and the
-//   caller's promise), stored by the key Rust gave it; the registry is called
-//   from here so that no wasm frame sits under the host's code;
-// - fact readers: defensive reads of host values into numbers (`shapeCode`),
-//   with the field names and the constants Rust hands over in `configure`;
-// - failing open: an exception out of wasm is a fault of the guard. The first
-//   one is logged once, every flight ends with the code Rust handed over, and
-//   from then on every trampoline forwards to what it replaced without entering
-//   wasm again. Errors the guard means to throw (a host error passed along, a
-//   refused provider input) are handed over through `raise`, never thrown
-//   through wasm.
+// - trampolines: functions handed to the host that pass their `this` and
+//   arguments to the current instance's `dispatch` with the token Rust gave
+//   them. Each belongs to the instance (generation) that made it: once that
+//   instance faulted it forwards to what it replaced and never enters wasm
+//   again (see supervisor.js);
+// - patches: the wrappers put on host objects by marker, kept here by target
+//   and key so that a fresh instance re-points a wrapper the faulted one left
+//   instead of stacking a second one over it;
+// - the JavaScript half of each client query in flight, stored by the key Rust
+//   gave it; the registry is called from here so that no wasm frame sits under
+//   the host's code, and a query the guard ends is settled through the
+//   registry's own pending entry;
+// - the one deadline timer, a Node `Timeout` armed, refreshed and let go as
+//   Rust says;
+// - fact readers: defensive reads of host values into numbers (`shapeCode`)
+//   and plain copies, with the field names Rust hands over in `configure`.
+// Errors the guard means to throw (a host error passed along, a refused
+// provider input) are handed over through `raise`, never thrown through wasm;
+// anything else that comes out of wasm is a fault of the guard.
 
-// ---- constants from Rust -----------------------------------------------------------
-
-/** Set once per runtime by `configure` (Rust), before any trampoline exists. */
-let K
-
-/** Take the constants Rust owns: field names, event names, the failure error. */
-export function configure(constants) {
-  K = constants
-}
-
-// ---- failing open ---------------------------------------------------------------------
-
-/** The shim's state object: `{ fault }`, shared with the plugin module. */
-let shim = { fault: undefined }
-/** Loggers of the mounts alive, for the one error line of a fault. */
-const loggers = new Set()
+import { fail, faultFacts, hooks, life } from './supervisor.js'
 
 /**
- * Share the plugin module's state object: it learns of a fault there, can
- * report one of its own (`fail`), and words its refusal to mount again.
+ * A new instance: its constants (field names, event names, texts), and the
+ * entry points every trampoline of this generation calls.
  */
-export function bindShim(state) {
-  shim = state
-  state.fail = fail
-  state.refusal = { code: K.refusalCode, message: K.refusalMessage }
+export function configure(constants, dispatch, begin, settle, tick) {
+  life.gen += 1
+  life.K = constants
+  life.dispatch = dispatch
+  life.begin = begin
+  life.settle = settle
+  life.tick = tick
 }
 
-/** A mount's logger (`{ warn, error }`) while it lives; returns its removal. */
-export function watch(logger) {
-  loggers.add(logger)
-}
-export function unwatch(logger) {
-  loggers.delete(logger)
-}
+/** Whether a trampoline of generation `gen` may enter wasm now. */
+const up = (gen) => gen === life.gen && !life.down
 
-/** Whether the guard stood down. */
-const down = () => shim.fault !== undefined
-
-/**
- * The guard faulted at `point`: stand down. Log one error line (through the mounts'
- * loggers, else `logger`, the one of the mount being applied, else a process
- * warning), end every flight with `INSPECT_CLIENT_GUARD_FAILED`; never enter wasm again.
- */
-export function fail(point, error, applying) {
-  if (shim.fault === undefined) {
-    shim.fault = { point, error }
-    const text = `${K?.failedLine ?? 'stood down after an internal fault'} (in ${point}: ${describe(error)})`
-    for (const logger of loggers.size > 0 ? loggers : [applying]) {
-      try {
-        if (logger === undefined) process.emitWarning(`harness-guard: ${text}`, { code: 'HARNESS_GUARD' })
-        else logger.error(text)
-      } catch {}
-    }
-  }
+life.standDown = () => {
+  raised = NOTHING
   const failed = [...flights.values()]
   flights.clear()
-  for (const flight of failed) {
-    flight.release()
-    // A flight exists only once the runtime is made, so `K` is there.
-    end(flight, K.failedCode, K.failedMessage)
-  }
-}
-
-function describe(error) {
-  try {
-    return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-  } catch {
-    return 'an unprintable error'
-  }
+  announcing.length = 0
+  for (const flight of failed) end(flight, life.K.failedCode, life.K.failedMessage)
+  clearTimer()
+  if (lines.length > 0) flushLines()
 }
 
 /** What Rust means to throw, handed over by `raise` and thrown once wasm returned. */
@@ -122,14 +84,15 @@ function flushLines() {
 }
 
 /**
- * Enter the guard at `point`. On a fault, stand down and return `fallback()`;
- * on a raise, throw what Rust handed over; then log what it queued.
+ * Enter the current instance with `token`, for a trampoline of generation `gen`.
+ * When it may not (stood down, or made by an instance since replaced), or on a
+ * fault, return `fallback()`; on a raise, throw what Rust handed over.
  */
-function enter(point, fallback, dispatch, token, previous, self, args) {
-  if (down()) return fallback()
+function enter(point, fallback, token, gen, previous, self, args) {
+  if (!up(gen)) return fallback()
   let result
   try {
-    result = dispatch(token, previous, self, args)
+    result = life.dispatch(token, previous, self, args)
   } catch (error) {
     fail(point, error)
     return fallback()
@@ -144,36 +107,47 @@ function enter(point, fallback, dispatch, token, previous, self, args) {
   return result
 }
 
-/** A fresh copy of a fallback answer Rust made (a caller may change what it gets). */
+/**
+ * A fresh copy of a fallback answer Rust made (a caller may change what it
+ * gets). An answer that says the guard failed also says what the supervisor knows.
+ */
 function copy(value) {
+  let out
   try {
-    return structuredClone(value)
+    out = structuredClone(value)
   } catch {
     return undefined
   }
+  if (out !== null && typeof out === 'object' && Object.hasOwn(out, life.K.failedKey)) {
+    Object.assign(out, faultFacts())
+    if (life.gaveUp) out[life.K.failedKey] = life.K.gaveUpLine
+  }
+  return out
 }
 
 // ---- trampolines --------------------------------------------------------------------
 
 /**
- * A method or callback served by `dispatch` at `point`. After a fault it answers
- * with a copy of `fallback` (a value, or a table of values by first argument
- * when `byFirst`), or forwards to `previous` when there is one.
+ * A method or callback served by `token` at `point`. When it may not enter wasm
+ * it answers with a copy of `fallback` (a value, or a table of values by first
+ * argument when `byFirst`), or forwards to `previous` when there is one.
  */
-export function makeMethod(dispatch, token, point, previous, fallback, byFirst) {
-  const otherwise = (self, args) => () => {
-    if (typeof previous === 'function') return Reflect.apply(previous, self, args)
-    return copy(byFirst ? fallback?.[args[0]] : fallback)
-  }
+export function makeMethod(token, point, previous, fallback, byFirst) {
+  const gen = life.gen
   return function harnessGuardMethod(...args) {
-    return enter(point, otherwise(this, args), dispatch, token, previous, this, args)
+    const otherwise = () => {
+      if (typeof previous === 'function') return Reflect.apply(previous, this, args)
+      return copy(byFirst ? fallback?.[args[0]] : fallback)
+    }
+    return enter(point, otherwise, token, gen, previous, this, args)
   }
 }
 
 /** The `agent/pre-step` entry: the guard sees the event, then the chain goes on from here. */
-export function makePreStep(dispatch, token) {
+export function makePreStep(token) {
+  const gen = life.gen
   return function harnessGuardPreStep(event, next) {
-    enter('preStep', noop, dispatch, token, undefined, this, [event])
+    enter('preStep', noop, token, gen, undefined, this, [event])
     return typeof next === 'function' ? next() : undefined
   }
 }
@@ -181,97 +155,228 @@ export function makePreStep(dispatch, token) {
 const noop = () => undefined
 
 /**
- * An inbox's `claim` wrapper. A batch whose every entry has `messageCode` (the
- * shape Rust classifies as a usable message) goes back untouched; otherwise the
- * guard gets `[args, batch, nextStepLength]`, the length read before the claim.
- * After a fault the host's batch goes back as claimed.
- */
-export function makeClaimWrapper(dispatch, token, previous, messageCode) {
-  return function harnessGuardClaim(...args) {
-    if (down()) return Reflect.apply(previous, this, args)
-    let split
-    try {
-      split = this[K.nextStep].length
-    } catch {}
-    const batch = Reflect.apply(previous, this, args)
-    if (Array.isArray(batch) && batch.every((entry) => shapeCode(entry) === messageCode)) return batch
-    return enter('claim', () => batch, dispatch, token, previous, this, [args, batch, split])
-  }
-}
-
-/**
  * The `session/event` observer: only inbox writes that inserted something other
  * than usable messages reach the guard (a claim's own splices are deletions).
  */
-export function makeInsertObserver(dispatch, token, messageCode) {
+export function makeInsertObserver(token, messageCode) {
+  const gen = life.gen
   return function harnessGuardObserver(session, event) {
-    if (down()) return
+    if (!up(gen)) return
     let clean = true
     try {
-      if (event?.type !== K.splicedEvent) return
-      const inserted = event.data?.[K.inserted]
+      if (event?.type !== life.K.splicedEvent) return
+      const inserted = event.data?.[life.K.inserted]
       clean = !Array.isArray(inserted) || inserted.every((entry) => shapeCode(entry) === messageCode)
     } catch {
       clean = false
     }
-    if (!clean) enter('sessionEvent', noop, dispatch, token, undefined, this, [session, event])
+    if (!clean) enter('sessionEvent', noop, token, gen, undefined, this, [session, event])
+  }
+}
+
+// ---- patches ---------------------------------------------------------------------------
+
+const PATCHED = Symbol.for('harness-guard.patched')
+/** Patch records by target, then key. */
+const byTarget = new WeakMap()
+/** Every patch record in place, of every generation. */
+const records = new Set()
+
+/** Whether `method` is a wrapper some harness-guard installed (any copy, any version). */
+const isPatched = (method) => {
+  try {
+    return typeof method === 'function' && typeof method[PATCHED] === 'object' && method[PATCHED] !== null
+  } catch {
+    return false
   }
 }
 
 /**
- * The `resolveClientQuery` wrapper. An answer without a bound agent reaches the
+ * Put the wrapper `make(previous, binding)` in `target[key]`, marked
+ * `{ original, owner }`, and return its record. When this instance's wrapper is
+ * there already, or another copy's, return `undefined`. When a wrapper an earlier
+ * instance left is there (in the slot, or under another plugin's patch), re-point
+ * it to `binding` and return its record instead: a wrapper is never stacked on one
+ * of ours. Throws a `TypeError` when the slot holds no function or refuses the wrapper.
+ */
+function patchWith(kind, target, key, owner, binding, make) {
+  const previous = target[key]
+  if (typeof previous !== 'function') throw new TypeError(`${key} is not a function`)
+  const known = byTarget.get(target)?.get(key)
+  if (known !== undefined) {
+    if (known.binding.gen === life.gen) return undefined
+    Object.assign(known.binding, binding)
+    known.owner = owner
+    return known
+  }
+  if (isPatched(previous)) return undefined
+  const own = Reflect.getOwnPropertyDescriptor(target, key)
+  const wrapper = make(previous, binding, own === undefined)
+  Object.defineProperty(wrapper, PATCHED, { value: Object.freeze({ original: previous, owner: life.K.owner }) })
+  const placed = Reflect.defineProperty(target, key, {
+    value: wrapper, writable: true, configurable: true, enumerable: own?.enumerable ?? false,
+  })
+  if (!placed) throw new TypeError(`${key} cannot be replaced`)
+  const record = { kind, target: new WeakRef(target), key, wrapper, own, binding, owner }
+  let keys = byTarget.get(target)
+  if (keys === undefined) byTarget.set(target, keys = new Map())
+  keys.set(key, record)
+  records.add(record)
+  return record
+}
+
+/**
+ * Take a patch off: its wrapper forwards from now on wherever it sits, and the
+ * slot gets its previous method back if it still holds the wrapper (a later
+ * patch over ours is left alone). Idempotent.
+ */
+export function unpatch(record) {
+  if (!records.delete(record)) return
+  record.binding.gen = 0
+  const target = record.target.deref()
+  if (target === undefined) return
+  byTarget.get(target)?.delete(record.key)
+  try {
+    if (Reflect.getOwnPropertyDescriptor(target, record.key)?.value !== record.wrapper) return
+    if (record.own !== undefined) Reflect.defineProperty(target, record.key, record.own)
+    else Reflect.deleteProperty(target, record.key)
+  } catch {}
+}
+
+/** Whether the patched object is still alive. */
+export function patchAlive(record) {
+  return record.target.deref() !== undefined
+}
+
+/** The live targets of `owner`'s `kind` patches that an earlier instance made. */
+export function stalePatches(owner, kind) {
+  const out = []
+  for (const record of records) {
+    if (record.owner !== owner || record.kind !== kind || record.binding.gen === life.gen) continue
+    const target = record.target.deref()
+    if (target === undefined) unpatch(record)
+    else out.push(target)
+  }
+  return out
+}
+
+hooks.unpatchOwner = (owner) => {
+  for (const record of records) if (record.owner === owner) unpatch(record)
+}
+hooks.unpatchStale = () => {
+  for (const record of records) if (record.binding.gen !== life.gen) unpatch(record)
+}
+
+// ---- inbox claims ------------------------------------------------------------------------
+
+/** Batches the wrappers returned with every entry judged, and their lengths (see `vouched`). */
+const judged = new WeakMap()
+
+/**
+ * Wrap `inbox.claim`. A batch the host's own claim produced whose every entry has
+ * `messageCode` (the shape Rust classifies as a usable message) goes back
+ * untouched; otherwise the guard gets `[args, batch, nextStepLength, codes,
+ * foreign]`: the length read before the claim, the shape codes already read
+ * (`undefined`: every entry has `messageCode`; `null`: the batch could not be
+ * read), and whether something other than the host's own claim produced the
+ * batch. After a fault the host's batch goes back as claimed.
+ */
+export function patchClaim(inbox, owner, token, messageCode) {
+  return patchWith('claim', inbox, 'claim', owner, { gen: life.gen, token }, (previous, b, inherited) => {
+    // An inherited method is the host's own `Inbox.prototype.claim`: its entries
+    // were written through the host's splice, which stores plain copies.
+    const foreign = !inherited
+    return function harnessGuardClaim(...args) {
+      if (!up(b.gen)) return Reflect.apply(previous, this, args)
+      let split
+      try {
+        split = this[life.K.nextStep].length
+      } catch {}
+      const batch = Reflect.apply(previous, this, args)
+      let codes
+      try {
+        codes = Array.isArray(batch) ? codesUnlessClean(batch, messageCode) : null
+      } catch {
+        codes = null
+      }
+      if (codes === undefined && !foreign) {
+        judged.set(batch, batch.length)
+        return batch
+      }
+      const out = enter('claim', () => batch, b.token, b.gen, previous, this, [args, batch, split, codes, foreign])
+      if (up(b.gen) && Array.isArray(out)) judged.set(out, out.length)
+      return out
+    }
+  })
+}
+
+/** `undefined` when every entry of `batch` has `messageCode`; else every entry's code. */
+function codesUnlessClean(batch, messageCode) {
+  let codes
+  for (let i = 0; i < batch.length; i++) {
+    const code = shapeCode(batch[i])
+    if (codes === undefined) {
+      if (code === messageCode) continue
+      codes = new Uint32Array(batch.length)
+      codes.fill(messageCode, 0, i)
+    }
+    codes[i] = code
+  }
+  return codes
+}
+
+/**
+ * Whether `list` is a batch a claim wrapper returned, at the length it had then:
+ * its message-shaped entries were judged already (see `plainCopy`).
+ */
+export function vouched(list) {
+  try {
+    return judged.get(list) === list.length
+  } catch {
+    return false
+  }
+}
+
+// ---- the registry -----------------------------------------------------------------------
+
+/**
+ * Wrap `registry.resolveClientQuery`. An answer without a bound agent reaches the
  * guard first (`unbound`); an answer the registry refused reaches it after, with
  * the registry's result in place of `previous` (`refused`). Accepted answers go
  * registry → caller without entering wasm.
  */
-export function makeResolveWrapper(dispatch, unbound, refused, previous) {
-  return function harnessGuardResolve(...args) {
-    if (!down() && (args[0] === null || args[0] === undefined)) {
-      return enter('resolve', () => Reflect.apply(previous, this, args), dispatch, unbound, previous, this, args)
-    }
-    const result = Reflect.apply(previous, this, args)
-    if (down() || result?.accepted !== false) return result
-    return enter('resolve', () => result, dispatch, refused, result, this, args)
-  }
+export function patchResolve(registry, owner, unbound, refused) {
+  return patchWith('resolve', registry, 'resolveClientQuery', owner, { gen: life.gen, unbound, refused }, (previous, b) =>
+    function harnessGuardResolve(...args) {
+      if (up(b.gen) && (args[0] === null || args[0] === undefined)) {
+        return enter('resolve', () => Reflect.apply(previous, this, args), b.unbound, b.gen, previous, this, args)
+      }
+      const result = Reflect.apply(previous, this, args)
+      if (!up(b.gen) || result?.accepted !== false) return result
+      return enter('resolve', () => result, b.refused, b.gen, result, this, args)
+    })
 }
-
-// ---- client queries -----------------------------------------------------------------
 
 /** The JavaScript half of every guarded client query in the air, by the key Rust gave it. */
 const flights = new Map()
 /** Flights whose registry call is running, innermost last. */
 const announcing = []
 
-/**
- * One client query, from the wrapper to its ending. The registry gets the signal
- * of `controller`, not the caller's; this object is the `abort` listener on the
- * caller's signal while the query waits, and passes the caller's abort on.
- */
+/** One client query, from the wrapper to its ending (then `error` is what the caller gets). */
 class Flight {
-  constructor(caller, providerId, methodName) {
-    this.caller = caller
-    this.controller = new AbortController()
+  constructor(registry, providerId, methodName) {
+    this.registry = registry
     this.providerId = providerId
     this.methodName = methodName
     this.request = undefined
-    this.reject = undefined
-  }
-
-  handleEvent() {
-    this.controller.abort(this.caller.reason)
-  }
-
-  release() {
-    this.caller.removeEventListener('abort', this)
+    this.error = undefined
   }
 }
 
-/** The flight of `key`, taken off the table (its listener removed); `undefined` if gone. */
+/** The flight of `key`, taken off the table; `undefined` if gone. */
 export function takeFlight(key) {
   const flight = flights.get(key)
-  if (flight === undefined) return undefined
-  flights.delete(key)
-  flight.release()
+  if (flight !== undefined) flights.delete(key)
   return flight
 }
 
@@ -283,82 +388,91 @@ export function flightOf(key) {
 const idOf = (value) => (typeof value === 'string' ? value : undefined)
 
 /**
- * The `query` wrapper. A call whose first argument is not the platform Rust
- * guards passes through with one comparison. For the rest, `admit(guard,
- * isSignal, aborted)` says whether the guard takes the call; the registry is
- * called from here; `begin(guard, startedAt, requestId, agentId, isPromise)`
- * returns the flight's key, or -1 to leave the call as it is; `settle(key)`
- * says whether the registry's outcome still reaches the caller.
+ * Wrap `registry.query`. A call whose first argument is not the platform Rust
+ * guards passes through with one comparison. For the rest the registry is
+ * called as it was, with the caller's own signal; then `begin(guard, startedAt,
+ * requestId, agentId, unannounced)` returns the flight's key, or -1 to leave the
+ * call as it is, and `settle(key)` learns when the registry's outcome reached
+ * the caller first.
  */
-export function makeQueryWrapper(admit, begin, settle, guard, previous, platform) {
-  return function harnessGuardQuery(...args) {
-    if (args[0] !== platform || down()) return Reflect.apply(previous, this, args)
-    return guardClientQuery(admit, begin, settle, guard, previous, this, args)
-  }
+export function patchQuery(registry, owner, guard) {
+  const platform = life.K.client
+  return patchWith('query', registry, 'query', owner, { gen: life.gen, guard }, (previous, b) =>
+    function harnessGuardQuery(...args) {
+      if (args[0] !== platform || !up(b.gen)) return Reflect.apply(previous, this, args)
+      return guardClientQuery(b, previous, registry, this, args)
+    })
 }
 
-function guardClientQuery(admit, begin, settle, guard, previous, self, args) {
-  const caller = args[5]
-  const isSignal = caller instanceof AbortSignal
-  let admitted
-  try {
-    admitted = admit(guard, isSignal, isSignal && caller.aborted)
-  } catch (error) {
-    fail('begin', error)
-    admitted = false
-  }
-  if (!admitted) return Reflect.apply(previous, self, args)
-  const startedAt = performance.now()
-  const flight = new Flight(caller, args[1], args[2])
-  args[5] = flight.controller.signal
-  caller.addEventListener('abort', flight)
+function guardClientQuery(b, previous, registry, self, args) {
+  const pending = registry.pending
+  const before = pending.size
+  const flight = new Flight(registry, args[1], args[2])
   announcing.push(flight)
   let inner
   try {
     inner = Reflect.apply(previous, self, args)
-  } catch (error) {
-    flight.release()
-    throw error
   } finally {
     announcing.pop()
   }
-  const isPromise = inner instanceof Promise
+  if (!(inner instanceof Promise)) return inner
+  let unannounced = false
+  if (flight.request === undefined) {
+    // Not announced: a query the registry refused before waiting (it made no
+    // pending entry), or a registry that does not announce (its newest entry).
+    if (pending.size <= before) return inner
+    flight.request = newestRequest(pending)
+    unannounced = true
+  }
+  const request = flight.request
   let key = -1
-  if (!down()) {
+  if (up(b.gen)) {
     try {
-      key = begin(guard, startedAt, idOf(flight.request?.requestId), idOf(flight.request?.agentId), isPromise)
+      key = life.begin(b.guard, performance.now(), idOf(request?.requestId), idOf(request?.agentId), unannounced)
     } catch (error) {
-      // The call in hand passes on unguarded (the registry still settles it);
-      // the flights already waiting end as every flight does on a fault.
+      // The call in hand passes on unguarded; the flights already waiting end as on any fault.
       fail('begin', error)
     }
+    if (lines.length > 0) flushLines()
   }
-  if (lines.length > 0) flushLines()
-  if (key < 0) {
-    // Not the guard's: the caller's abort still reaches the registry until it settles.
-    const release = () => flight.release()
-    if (isPromise) inner.then(release, release)
-    else release()
-    return inner
-  }
+  if (key < 0) return inner
   flights.set(key, flight)
-  return new Promise((resolve, reject) => {
-    flight.reject = reject
-    const landed = () => {
-      if (takeFlight(key) === undefined) return false
-      if (down()) return true
-      try {
-        settle(key)
-      } catch (error) {
-        fail('settle', error)
-      }
-      return true
-    }
-    inner.then(
-      (value) => landed() && resolve(value),
-      (error) => landed() && reject(error),
-    )
-  })
+  return waitFor(inner, flight, key)
+}
+
+/** The request of the newest pending entry (a registry that does not announce; rare). */
+function newestRequest(pending) {
+  let last
+  for (const [requestId, entry] of pending) last = { requestId, agentId: entry?.request?.agentId }
+  return last
+}
+
+/**
+ * The caller's promise: the registry's outcome, unless the guard ended the
+ * flight first (then its error). No closure and no promise beyond this one.
+ */
+async function waitFor(inner, flight, key) {
+  let value
+  try {
+    value = await inner
+  } catch (error) {
+    if (flight.error !== undefined) throw flight.error
+    landed(key)
+    throw error
+  }
+  if (flight.error !== undefined) throw flight.error
+  landed(key)
+  return value
+}
+
+/** The registry settled a flight first: off the table, and Rust learns it. */
+function landed(key) {
+  if (takeFlight(key) === undefined || life.down) return
+  try {
+    life.settle(key)
+  } catch (error) {
+    fail('settle', error)
+  }
 }
 
 /**
@@ -372,19 +486,51 @@ export function makeAnnouncer() {
   }
 }
 
+/** An `Error` with `code`, without a stack (made at a deadline, it would only show the timer). */
+function coded(code, message) {
+  const limit = Error.stackTraceLimit
+  let error
+  try {
+    Error.stackTraceLimit = 0
+    error = new Error(message)
+  } catch {
+    error = new Error(message)
+  } finally {
+    try {
+      Error.stackTraceLimit = limit
+    } catch {}
+  }
+  error.code = code
+  return error
+}
+
 /**
- * End one flight: abort the registry's signal (the registry removes its entry and
- * emits its event), then reject the caller with the coded error. The error is made
- * here, not in wasm, where its stack capture costs several times more, and is also
- * the abort reason (it spares the `DOMException` an abort without one creates).
+ * End one flight: the caller gets the coded error, and the registry's pending
+ * entry is settled as its own abort path settles it (removed, its wait ended,
+ * `cordis/inspect-query-resolved` emitted once), so nothing of the query stays.
  */
 function end(flight, code, message) {
-  const error = new Error(message)
-  error.code = code
+  flight.error = coded(code, message)
+  const requestId = flight.request?.requestId
+  let entry
   try {
-    flight.controller.abort(error)
-  } catch {}
-  flight.reject?.(error)
+    const { pending } = flight.registry
+    entry = pending.get(requestId)
+    if (entry === undefined) return
+    pending.delete(requestId)
+    entry.settle({ ok: false, reason: 'cancelled', message })
+  } catch {
+    return
+  }
+  try {
+    flight.registry.ctx.emit(life.K.resolvedEvent, { requestId })
+  } catch (error) {
+    // A throwing listener of the event: reported as uncaught, as the registry's
+    // own abort path (an AbortSignal listener) reports it, and never thrown here.
+    process.nextTick(() => {
+      throw error
+    })
+  }
 }
 
 /** Perform the endings Rust decided, `[flight, code, message, …]`. */
@@ -392,26 +538,68 @@ export function deliver(work) {
   for (let i = 0; i < work.length; i += 3) end(work[i], work[i + 1], work[i + 2])
 }
 
+// ---- the deadline timer -------------------------------------------------------------------
+
+/** The one deadline timer: a Node `Timeout` kept across arms (refreshed, not remade). */
+let timer
+let timerDelay = -1
+let immediate
+
+/** Arm the timer for `delay` ms (0: work already due, at the next turn of the loop). */
+export function armTimer(delay) {
+  if (immediate !== undefined) {
+    clearImmediate(immediate)
+    immediate = undefined
+  }
+  if (delay <= 0) {
+    if (timer !== undefined) timer.unref()
+    immediate = setImmediate(onTimer)
+    return
+  }
+  if (timer !== undefined && timerDelay === delay) {
+    timer.refresh()
+    timer.ref()
+    return
+  }
+  if (timer !== undefined) clearTimeout(timer)
+  timer = setTimeout(onTimer, delay)
+  timerDelay = delay
+}
+
+/** Nothing waits: the timer no longer keeps the process alive (a late firing finds nothing due). */
+export function idleTimer() {
+  if (immediate !== undefined) {
+    clearImmediate(immediate)
+    immediate = undefined
+  }
+  timer?.unref()
+}
+
+function clearTimer() {
+  idleTimer()
+  if (timer !== undefined) clearTimeout(timer)
+  timer = undefined
+  timerDelay = -1
+}
+
 /**
- * The deadline timer's callback (the one `setImmediate` and the one gloo
- * `Timeout` both land here): `tick` (Rust) ends what is due and returns the work,
- * delivered here so the registry's abort path runs with no wasm frame beneath it.
+ * The timer's callback: `tick` (Rust) ends what is due and returns the work,
+ * delivered here so the registry's clean-up runs with no wasm frame beneath it.
  * Never throws: a throw out of a timer would end the host process.
  */
-export function makeTicker(tick) {
-  return function harnessGuardTick() {
-    if (down()) return
-    let work
-    try {
-      work = tick()
-    } catch (error) {
-      fail('tick', error)
-      return
-    } finally {
-      if (lines.length > 0) flushLines()
-    }
-    deliver(work)
+function onTimer() {
+  immediate = undefined
+  if (life.down || life.tick === undefined) return
+  let work
+  try {
+    work = life.tick()
+  } catch (error) {
+    fail('tick', error)
+    return
+  } finally {
+    if (lines.length > 0) flushLines()
   }
+  deliver(work)
 }
 
 // ---- facts --------------------------------------------------------------------------
@@ -422,7 +610,7 @@ export function makeTicker(tick) {
 // have, and the numbering are Rust's, handed over in `configure` (`K.shape`).
 
 function fieldCode(object, key, expected) {
-  const S = K.shape
+  const S = life.K.shape
   let value
   try {
     value = object[key]
@@ -442,7 +630,7 @@ function fieldCode(object, key, expected) {
 
 /** The shape code of one value. */
 export function shapeCode(value) {
-  const S = K.shape
+  const S = life.K.shape
   const type = typeof value
   if (type !== 'object' || value === null) {
     if (type === 'number') return Number.isFinite(value) ? S.types.finite : S.types.nonFinite
@@ -471,12 +659,26 @@ export function shapes(list) {
     try {
       entry = list[i]
     } catch {
-      codes[i] = K.shape.types.unreadable
+      codes[i] = life.K.shape.types.unreadable
       continue
     }
     codes[i] = shapeCode(entry)
   }
   return codes
+}
+
+/**
+ * A detached plain copy of `value` as the host would store it (through JSON: each
+ * field read once, no Proxy, no accessor, no cycle), or `undefined` when it has
+ * none (a cycle, a trapping Proxy, a throwing getter, a bigint).
+ */
+export function plainCopy(value) {
+  try {
+    const text = JSON.stringify(value)
+    return text === undefined ? undefined : JSON.parse(text)
+  } catch {
+    return undefined
+  }
 }
 
 /** A plain-data copy of a config value (its getters read once); throws what cannot be copied. */

@@ -8,6 +8,12 @@
 //! 3. the same entry sweeps the pending `nextStep`/`nextTurn` lists through the
 //!    public `inbox.splice`;
 //! 4. a `session/event` observer records each non-message at its durable write.
+//!
+//! A batch the host's own claim produced holds what the host's splice stored:
+//! plain copies. Any other batch (another plugin's `claim` under ours, or one that
+//! added to the batch after ours at the pre-step entry) may hold message-shaped
+//! values the host cannot read as the guard did: those are judged by their plain
+//! copy (see [`crate::inbox::judge_copy`]), and the copy is what the turn gets.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -16,17 +22,20 @@ use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::patch::{is_patched, PatchHandle};
-use super::runtime::{forward, Role, Runtime};
+use super::patch::PatchHandle;
+use super::runtime::{forward, token, Role, Runtime};
 use super::{
-    at, emit, get, get_fn, get_string, is_array, length, object, render_head, safe_string, shape,
-    shapes, to_index,
+    at, emit, get, get_fn, get_string, hold, is_array, length, object, patch_claim, plain_copy,
+    release, render_head, safe_string, shape, shapes, stale_patches, to_index, vouched,
 };
 use crate::config::{InboxConfig, Mode};
 use crate::echo::{escape, preview};
 use crate::idmap::IdMap;
-use crate::inbox::{classify, decide, repair_summary, Action, Class, Probe, REPAIR_SOURCE};
+use crate::inbox::{
+    classify, decide, judge_copy, repair_summary, Action, Class, Probe, MESSAGE_CODE, REPAIR_SOURCE,
+};
 use crate::ledger::{Ledger, Violation};
+use crate::sightings::{Fingerprint, Seen, Sightings};
 
 struct Guard {
     cx: Rc<Ctx>,
@@ -49,6 +58,15 @@ struct Ctx {
     create_user_message: Function,
     warn: Option<Function>,
     ledger: Rc<RefCell<Ledger<Violation>>>,
+    sightings: Rc<RefCell<Sightings>>,
+    /// The mount record the guard's patches and listeners belong to (see `supervisor.js`).
+    owner: JsValue,
+}
+
+/// Where a guard's records go: the mount's ledger, and which of them are the same value.
+pub(super) struct Records {
+    pub(super) ledger: Rc<RefCell<Ledger<Violation>>>,
+    pub(super) sightings: Rc<RefCell<Sightings>>,
 }
 
 fn ctx(rt: &Runtime, guard: u32) -> Option<Rc<Ctx>> {
@@ -57,13 +75,16 @@ fn ctx(rt: &Runtime, guard: u32) -> Option<Rc<Ctx>> {
 }
 
 /// Install the inbox guard, listening through `on(event, listener, options) → dispose`.
+/// The claims of `owner`'s agents that an earlier instance wrapped are guarded
+/// again at once (their wrappers re-pointed).
 pub(super) fn install(
     rt: &Runtime,
     config: InboxConfig,
-    ledger: Rc<RefCell<Ledger<Violation>>>,
+    records: Records,
     on: &JsValue,
     create_user_message: Option<Function>,
     warn: Option<Function>,
+    owner: &JsValue,
 ) -> Result<u32, crate::error::Error> {
     let (Some(on), Some(create_user_message)) = (on.dyn_ref::<Function>(), create_user_message)
     else {
@@ -79,7 +100,9 @@ pub(super) fn install(
             preview_chars: config.preview_chars,
             create_user_message,
             warn,
-            ledger,
+            ledger: records.ledger,
+            sightings: records.sightings,
+            owner: owner.clone(),
         }),
         patches: Vec::new(),
         pruned_at: 0,
@@ -109,7 +132,10 @@ pub(super) fn install(
             _ => rt.method(guard, role, &JsValue::UNDEFINED, &JsValue::UNDEFINED, false),
         };
         match on.call3(&JsValue::UNDEFINED, &event.into(), &listener, &options) {
-            Ok(d) => unlisten.extend(d.dyn_into::<Function>().ok()),
+            Ok(d) => {
+                hold(owner, &d);
+                unlisten.extend(d.dyn_into::<Function>().ok());
+            }
             Err(_) => {
                 for d in unlisten {
                     let _ = d.call0(&JsValue::UNDEFINED);
@@ -129,6 +155,9 @@ pub(super) fn install(
             g.unlisten = unlisten;
         }
     });
+    for inbox in stale_patches(owner, "claim").iter() {
+        wrap(rt, guard, &inbox);
+    }
     Ok(guard)
 }
 
@@ -138,6 +167,7 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
     if let Some(g) = removed {
         for d in &g.unlisten {
             let _ = d.call0(&JsValue::UNDEFINED);
+            release(&g.cx.owner, d);
         }
         drop(g);
     }
@@ -148,18 +178,18 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
 /// handles at most, and pruning stays amortised O(1) per wrapped inbox.
 const PRUNE_FLOOR: usize = 8;
 
-/// Wrap `inbox.claim` if no harness-guard wrapper is there yet.
+/// Wrap `inbox.claim` if no live harness-guard wrapper is there yet (one an
+/// earlier instance left is re-pointed to this guard).
 fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
     if !inbox.is_object() {
         return;
     }
-    match get(inbox, "claim") {
-        Some(claim) if claim.is_function() && !is_patched(&claim) => {}
-        _ => return,
-    }
-    let Ok(Some(patch)) =
-        PatchHandle::install(inbox, "claim", |previous| rt.claim_wrapper(guard, previous))
-    else {
+    let Some(owner) = ctx(rt, guard).map(|cx| cx.owner.clone()) else {
+        return;
+    };
+    let Ok(Some(patch)) = PatchHandle::install(|| {
+        patch_claim(inbox, &owner, token(guard, Role::Claim), MESSAGE_CODE)
+    }) else {
         return;
     };
     // Handles are dropped after the borrow: dropping one restores its slot, a call
@@ -191,8 +221,10 @@ pub(super) fn created(rt: &Runtime, guard: u32, payload: &JsValue) {
 }
 
 /// The wrapped `inbox.claim(target, turn)`, for a batch that holds something other
-/// than usable messages (the wrapper returns clean batches itself). `args` is
-/// `[claimArgs, batch, nextStepLengthBeforeTheClaim]`.
+/// than usable messages, or that something other than the host's own claim
+/// produced (the wrapper returns the host's clean batches itself). `args` is
+/// `[claimArgs, batch, nextStepLengthBeforeTheClaim, codes, foreign]`, `codes` the
+/// shape codes the wrapper read (`undefined`: all usable; `null`: unreadable).
 ///
 /// When the guard drops every entry of a turn's batch while more turns are
 /// queued, it claims the next queued prompt for this turn: an emptied turn would
@@ -208,6 +240,8 @@ pub(super) fn claim(
     let claim_args: Array = args.get(0).unchecked_into();
     let mut batch = args.get(1);
     let mut next_step = args.get(2).as_f64().map(to_index);
+    let mut codes = codes_of(&args.get(3), &batch);
+    let deep = args.get(4).is_truthy();
     let Some(cx) = ctx(rt, guard) else {
         return Ok(batch);
     };
@@ -219,9 +253,16 @@ pub(super) fn claim(
         }
         let claimed = length(&batch).unwrap_or(0);
         let split = next_step.unwrap_or(u32::MAX);
-        sanitize_batch(&cx, &batch, &session, |i| {
-            Some(if i < split { "next-step" } else { "next-turn" }.to_owned())
-        });
+        let codes_now = codes.take().unwrap_or_else(|| shapes(&batch));
+        sanitize_batch(
+            &cx,
+            &batch,
+            codes_now,
+            deep,
+            &session,
+            Sighted::ByClaim,
+            |i| Some(if i < split { "next-step" } else { "next-turn" }.to_owned()),
+        );
         let emptied = claimed > 0 && length(&batch) == Some(0);
         if !(emptied && for_turn && list_len(this, "nextTurn").unwrap_or(0) > 0) {
             return Ok(batch);
@@ -229,6 +270,18 @@ pub(super) fn claim(
         next_step = list_len(this, "nextStep");
         batch = forward(previous, this, &claim_args)?;
     }
+}
+
+/// The shape codes a claim wrapper handed over: `undefined` means every entry was
+/// a usable message, `null` (or anything else) that they must be read again.
+fn codes_of(codes: &JsValue, batch: &JsValue) -> Option<Vec<u32>> {
+    if codes.is_undefined() {
+        let n = length(batch).unwrap_or(0) as usize;
+        return Some(vec![MESSAGE_CODE; n]);
+    }
+    codes
+        .dyn_ref::<js_sys::Uint32Array>()
+        .map(js_sys::Uint32Array::to_vec)
 }
 
 fn list_len(inbox: &JsValue, key: &str) -> Option<u32> {
@@ -245,7 +298,20 @@ pub(super) fn pre_step(rt: &Runtime, guard: u32, event: &JsValue) {
         let none = JsValue::UNDEFINED;
         let session = Session::of(inbox.as_ref().unwrap_or(&none));
         if let Some(messages) = get(event, "messages").filter(|m| is_array(m) == Some(true)) {
-            sanitize_batch(&cx, &messages, &session, |_| None);
+            // A batch some claim wrapper of ours returned was judged whole already;
+            // anything else (claimed before the mount, or added to after our claim)
+            // has its message-shaped entries judged by their plain copies.
+            let deep = !vouched(&messages);
+            let codes = shapes(&messages);
+            sanitize_batch(
+                &cx,
+                &messages,
+                codes,
+                deep,
+                &session,
+                Sighted::AtEntry,
+                |_| None,
+            );
         }
         if let Some(inbox) = &inbox {
             sweep_pending(&cx, inbox, &session);
@@ -277,9 +343,16 @@ pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: 
                 get_string(session, "id"),
             )
         });
+        let rendered = Rendered::of(&cx, &at(&inserted, i));
+        let sighting = cx.sightings.try_borrow_mut().map_or(Seen::New(0), |mut t| {
+            t.written(
+                session_id.as_deref().unwrap_or_default(),
+                rendered.fingerprint(&probe),
+            )
+        });
         record(
             &cx,
-            &at(&inserted, i),
+            &rendered,
             &probe,
             Action::Observe,
             Place {
@@ -289,6 +362,7 @@ pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: 
                 target: target.clone(),
                 index: to_index(*start + f64::from(i)),
             },
+            sighting,
         );
     }
 }
@@ -329,23 +403,57 @@ struct Place {
     index: u32,
 }
 
+/// Where a claimed batch is seen: by the claim wrapper, or at the pre-step entry.
+#[derive(Clone, Copy)]
+enum Sighted {
+    ByClaim,
+    AtEntry,
+}
+
+/// What a batch entry is: by its shape code, and, for a message-shaped entry of a
+/// batch not known to be the host's own (`deep`), by its plain copy. Returns the
+/// class, and the copy to hand on in the entry's place when it is a usable one.
+fn judge(value: &JsValue, probe: &Probe, deep: bool) -> (Class, Option<JsValue>) {
+    let class = classify(probe);
+    if class != Class::Message || !deep {
+        return (class, None);
+    }
+    let copy = plain_copy(value);
+    let copy_probe = (!copy.is_undefined()).then(|| Probe::from_code(shape(&copy)));
+    match judge_copy(copy_probe.as_ref()) {
+        Class::Message => (Class::Message, Some(copy)),
+        other => (other, None),
+    }
+}
+
 /// Sanitize a batch in place (backwards, so indices stay valid); records keep
 /// batch order. An entry the batch will not let go of (a frozen array) is
 /// recorded as observed.
 fn sanitize_batch(
     cx: &Ctx,
     batch: &JsValue,
+    codes: Vec<u32>,
+    deep: bool,
     session: &Session<'_>,
+    sighted: Sighted,
     target_of: impl Fn(u32) -> Option<String>,
 ) {
     let mut found = Vec::new();
-    for (i, code) in indexed(&shapes(batch)).rev() {
+    for (i, code) in indexed(&codes).rev() {
         let probe = Probe::from_code(code);
-        let action = decide(cx.mode, classify(&probe));
-        if action == Action::Keep {
+        if !deep && code == MESSAGE_CODE {
             continue;
         }
         let value = at(batch, i);
+        let (class, copy) = judge(&value, &probe, deep);
+        let action = decide(cx.mode, class);
+        if action == Action::Keep {
+            if let Some(copy) = copy.filter(|_| cx.mode != Mode::Report) {
+                // The detached copy the guard judged: later reads cannot disagree.
+                let _ = Reflect::set_u32(batch, i, &copy);
+            }
+            continue;
+        }
         let action = match action {
             Action::Repair => match repaired(cx, &value, &probe) {
                 Some(message) if Reflect::set_u32(batch, i, &message) == Ok(true) => Action::Repair,
@@ -355,21 +463,42 @@ fn sanitize_batch(
             Action::Drop => remove(batch, i),
             other => other,
         };
-        found.push((i, value, probe, action));
+        found.push((i, Rendered::of(cx, &value), probe, action));
     }
-    for (i, value, probe, action) in found.into_iter().rev() {
+    if found.is_empty() {
+        return;
+    }
+    found.reverse();
+    let session_id = session.id();
+    let fps: Vec<Fingerprint> = found
+        .iter()
+        .map(|(_, rendered, probe, _)| rendered.fingerprint(probe))
+        .collect();
+    let seen = cx
+        .sightings
+        .try_borrow_mut()
+        .map(|mut t| {
+            t.claimed(
+                session_id.as_deref().unwrap_or_default(),
+                &fps,
+                matches!(sighted, Sighted::ByClaim),
+            )
+        })
+        .unwrap_or_else(|_| vec![Seen::New(0); fps.len()]);
+    for ((i, rendered, probe, action), sighting) in found.into_iter().zip(seen) {
         record(
             cx,
-            &value,
+            &rendered,
             &probe,
             action,
             Place {
                 origin: "claimed",
-                session_id: session.id(),
+                session_id: session_id.clone(),
                 seq: None,
                 target: target_of(i),
                 index: i,
             },
+            sighting,
         );
     }
 }
@@ -390,6 +519,7 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
     let Some(splice) = get_fn(inbox, "splice") else {
         return;
     };
+    let mut found = Vec::new();
     for (target, key) in [("next-step", "nextStep"), ("next-turn", "nextTurn")] {
         let Some(list) = get(inbox, key).filter(|l| is_array(l) == Some(true)) else {
             continue;
@@ -426,20 +556,56 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
                     action = Action::Observe;
                 }
             }
-            record(
-                cx,
-                &value,
-                &probe,
-                action,
-                Place {
-                    origin: "pending",
-                    session_id: session.id(),
-                    seq: None,
-                    target: Some(target.to_owned()),
-                    index: i,
-                },
-            );
+            found.push((target, i, Rendered::of(cx, &value), probe, action));
         }
+    }
+    // Every bad value pending now is known here, even when none is (values that
+    // left the lists some other way are forgotten).
+    let session_id = session.id();
+    let fps: Vec<(Fingerprint, bool)> = found
+        .iter()
+        .map(|(_, _, rendered, probe, action)| {
+            (rendered.fingerprint(probe), *action == Action::Observe)
+        })
+        .collect();
+    let seen = cx
+        .sightings
+        .try_borrow_mut()
+        .map(|mut t| t.swept(session_id.as_deref().unwrap_or_default(), &fps))
+        .unwrap_or_else(|_| vec![Seen::New(0); fps.len()]);
+    for ((target, i, rendered, probe, action), sighting) in found.into_iter().zip(seen) {
+        record(
+            cx,
+            &rendered,
+            &probe,
+            action,
+            Place {
+                origin: "pending",
+                session_id: session_id.clone(),
+                seq: None,
+                target: Some(target.to_owned()),
+                index: i,
+            },
+            sighting,
+        );
+    }
+}
+
+/// The head of a value's rendering, what its preview is cut from (read once per sighting).
+struct Rendered {
+    head: String,
+    longer: bool,
+}
+
+impl Rendered {
+    fn of(cx: &Ctx, value: &JsValue) -> Self {
+        let (head, longer) = render_head(value, cx.preview_chars);
+        Self { head, longer }
+    }
+
+    /// What tells the value apart from others of its session: its kind and its head.
+    fn fingerprint(&self, probe: &Probe) -> Fingerprint {
+        format!("{}:{}:{}", probe.kind(), u8::from(self.longer), self.head)
     }
 }
 
@@ -478,11 +644,19 @@ fn label(session_id: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place) {
+/// Record one sighting of a bad value (`sighting` says which value it is).
+fn record(
+    cx: &Ctx,
+    rendered: &Rendered,
+    probe: &Probe,
+    action: Action,
+    place: Place,
+    sighting: Seen,
+) {
     let Some(action_name) = action.recorded() else {
         return;
     };
-    let (head, longer) = render_head(value, cx.preview_chars);
+    let Rendered { head, longer } = rendered;
     let violation = Violation {
         at: js_sys::Date::now(),
         origin: place.origin,
@@ -491,8 +665,10 @@ fn record(cx: &Ctx, value: &JsValue, probe: &Probe, action: Action, place: Place
         target: place.target,
         index: place.index,
         value_kind: probe.kind(),
-        preview: preview(&head, longer, cx.preview_chars),
+        preview: preview(head, *longer, cx.preview_chars),
         action: action_name,
+        value_id: sighting.id(),
+        repeat: !sighting.is_new(),
     };
     let text = format!(
         "{} inbox entry in session {} ({}): {} “{}” {}",

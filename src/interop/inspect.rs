@@ -1,13 +1,16 @@
 //! The inspect guard on a live `CordisInspectRegistryService`.
 //!
-//! `query` is wrapped so that a `platform: "client"` call runs with a signal of
-//! the guard's own, which the caller's signal aborts while the query waits (see
-//! `makeQueryWrapper` in `helpers.js`, which keeps the JavaScript half of each
-//! flight by the key Rust gives it). When the guard ends a flight it aborts that
-//! signal: the registry's abort path then removes the pending entry, emits
-//! `cordis/inspect-query-resolved` once and settles its wait, and the caller
-//! receives the guard's coded error. Nothing of the query stays behind, and the
-//! caller's signal keeps no listener of ours.
+//! `query` is wrapped so that a `platform: "client"` call the registry makes wait
+//! becomes a flight (see `patchQuery` in `helpers.js`, which keeps the JavaScript
+//! half of each flight by the key Rust gives it). The registry gets the caller's
+//! own arguments, signal included, so cancellation is the registry's as without
+//! the guard. When the guard ends a flight, the registry's pending entry is
+//! settled the way its own abort path settles it: removed, its wait ended (which
+//! takes the registry's listener off the caller's signal), and
+//! `cordis/inspect-query-resolved` emitted once; the caller receives the guard's
+//! coded error. Nothing of the query stays behind. What the guard relies on in
+//! the registry: `query`, `resolveClientQuery`, the `pending` map of `{ request,
+//! settle }` entries, `ctx.emit`, and the `cordis/inspect-query` announcement.
 //!
 //! `resolveClientQuery` is wrapped to refuse an unbound agent, and to remember
 //! the first refusal (`ok: false`, or an answer failing validation) of a flight.
@@ -24,15 +27,16 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::PatchHandle;
-use super::runtime::{forward, with, Role, Runtime};
+use super::runtime::{forward, token, with, Role, Runtime};
 use super::{
-    at, call, emit, flight_of, get, get_fn, get_string, length, make_announcer, monotonic_now,
-    object, original_of, raw_config, take_flight, text_of, to_js,
+    at, call, disposer_of, emit, flight_of, get, get_fn, get_string, hold, length, make_announcer,
+    monotonic_now, object, open_mount, original_of, patch_query, patch_resolve, raw_config,
+    release, take_flight, text_of, to_js,
 };
 use crate::config::{self, InspectConfig};
 use crate::echo::escape;
 use crate::error::{Error, Refusal};
-use crate::flights::{self, Ending, FlightKey, Flights, Query, RefusalEffect};
+use crate::flights::{Ending, FlightKey, Flights, Query, RefusalEffect};
 use crate::idmap::IdMap;
 use crate::ledger::{InspectReport, Ledger};
 
@@ -73,6 +77,8 @@ struct Guard {
     patches: Vec<PatchHandle>,
     unlisten: Option<Function>,
     warned_unannounced: bool,
+    /// The mount record the patches and the listener belong to (see `supervisor.js`).
+    owner: JsValue,
 }
 
 /// Inspect guards and the flights of all of them. (The JavaScript half of each
@@ -107,14 +113,16 @@ fn names_of(key: FlightKey) -> (String, String) {
 }
 
 /// Install the guard on `registry` (the raw service or any cordis read of it),
-/// listening for the registry's announcements through `on(event, listener)`.
-/// `Ok(None)`: the registry is already guarded, nothing was installed.
+/// listening for the registry's announcements through `on(event, listener)`, for
+/// the mount record `owner`. `Ok(None)`: the registry is already guarded,
+/// nothing was installed. Wrappers an earlier instance left are re-pointed.
 pub(super) fn install(
     rt: &Runtime,
     registry: &JsValue,
     config: InspectConfig,
     sink: Sink,
     on: &JsValue,
+    owner: &JsValue,
 ) -> Result<Option<u32>, Error> {
     let raw = original_of(registry);
     let mut missing = Vec::new();
@@ -123,6 +131,9 @@ pub(super) fn install(
     }
     if get_fn(&raw, "resolveClientQuery").is_none() {
         missing.push("resolveClientQuery()");
+    }
+    if !get(&raw, "pending").is_some_and(|p| p.is_instance_of::<js_sys::Map>()) {
+        missing.push("a pending-request map");
     }
     let on = on.dyn_ref::<Function>();
     if on.is_none() {
@@ -140,12 +151,17 @@ pub(super) fn install(
         ("query", "a replaceable query()"),
         ("resolveClientQuery", "a replaceable resolveClientQuery()"),
     ] {
-        let make = |previous: &JsValue| match key {
+        let patch = || match key {
             // Only client queries need the guard; host queries never enter wasm.
-            "query" => rt.query_wrapper(guard, previous),
-            _ => rt.resolve_wrapper(guard, previous),
+            "query" => patch_query(&raw, owner, guard),
+            _ => patch_resolve(
+                &raw,
+                owner,
+                token(guard, Role::Unbound),
+                token(guard, Role::Refused),
+            ),
         };
-        match PatchHandle::install(&raw, key, make) {
+        match PatchHandle::install(patch) {
             Ok(Some(patch)) => patches.push(patch),
             // Already guarded (a second install, or another copy): wrap nothing.
             Ok(None) => return Ok(None),
@@ -173,6 +189,7 @@ pub(super) fn install(
             missing: vec!["a cordis/inspect-query event source"],
         });
     };
+    hold(owner, &unlisten);
     let state = Guard {
         config,
         sink: Rc::new(sink),
@@ -180,6 +197,7 @@ pub(super) fn install(
         patches,
         unlisten: Some(unlisten),
         warned_unannounced: false,
+        owner: owner.clone(),
     };
     let refused = rt.inspect(|s| s.guards.insert(guard, state)).is_none();
     if refused {
@@ -193,49 +211,64 @@ pub(super) fn install(
 }
 
 /// `installInspectClientGuard(registry, options)`: the guard without a plugin row.
-/// Returns `dispose()`.
+/// Returns `dispose()`, which stays good across a recovery after a fault.
 pub fn install_programmatic(
     registry: &JsValue,
     options: &JsValue,
     host: &JsValue,
 ) -> Result<Function, Error> {
-    super::bind(host);
     super::fault::check(super::fault::Point::Apply);
-    let config = config::parse_inspect_options(&raw_config(options))?;
+    config::parse_inspect_options(&raw_config(options))?;
     let raw = original_of(registry);
+    let record = open_mount("inspect", &raw, options, host, &JsValue::UNDEFINED).map_err(|_| {
+        Error::HostShape {
+            target: "the programmatic install",
+            missing: vec!["a record of the install"],
+        }
+    })?;
+    with(|rt| reinstall(rt, &record))?;
+    Ok(disposer_of(&record))
+}
+
+/// Install (again) what the programmatic install `record` asked for.
+pub(super) fn reinstall(rt: &Runtime, record: &JsValue) -> Result<(), Error> {
+    let raw = get(record, "registry").unwrap_or(JsValue::UNDEFINED);
+    let options = get(record, "config").unwrap_or(JsValue::UNDEFINED);
+    let host = get(record, "host").unwrap_or(JsValue::UNDEFINED);
+    let config = config::parse_inspect_options(&raw_config(&options))?;
     let on = get(&raw, "ctx")
         .and_then(|ctx| get_fn(&ctx, "on").map(|on| bound(&on, &ctx)))
         .unwrap_or(JsValue::UNDEFINED);
     let sink = Sink {
         ledger: Rc::default(),
-        warn: get_fn(host, "warn"),
-        on_report: get_fn(options, "onReport"),
-        validate: get_fn(host, "validateJsonSchemaValue"),
+        warn: get_fn(&host, "warn"),
+        on_report: get_fn(&options, "onReport"),
+        validate: get_fn(&host, "validateJsonSchemaValue"),
     };
     let warn = sink.warn.clone();
-    with(|rt| {
-        let guard = match install(rt, &raw, config, sink, &on) {
-            Ok(installed) => installed.unwrap_or(0),
-            // The registry is left untouched; the caller gets a disposer that does nothing.
-            Err(error @ Error::HostShape { .. }) => {
-                if let Some(warn) = &warn {
-                    let _ = warn.call1(
-                        &JsValue::UNDEFINED,
-                        &format!("inspect half not installed: {error}").into(),
-                    );
-                }
-                0
+    let guard = match install(rt, &raw, config, sink, &on, record) {
+        Ok(installed) => installed.unwrap_or(0),
+        // The registry is left untouched; the caller gets a disposer that does nothing.
+        Err(error @ Error::HostShape { .. }) => {
+            if let Some(warn) = &warn {
+                let _ = warn.call1(
+                    &JsValue::UNDEFINED,
+                    &format!("inspect half not installed: {error}").into(),
+                );
             }
-            Err(error) => return Err(error),
-        };
-        Ok(rt.method(
-            guard,
-            Role::Uninstall,
-            &JsValue::UNDEFINED,
-            &JsValue::UNDEFINED,
-            false,
-        ))
-    })
+            0
+        }
+        Err(error) => return Err(error),
+    };
+    let uninstall = rt.method(
+        guard,
+        Role::Uninstall,
+        &JsValue::UNDEFINED,
+        &JsValue::UNDEFINED,
+        false,
+    );
+    hold(record, &uninstall);
+    Ok(())
 }
 
 /// `on.bind(ctx)`.
@@ -243,27 +276,24 @@ fn bound(on: &Function, ctx: &JsValue) -> JsValue {
     on.bind0(ctx).into()
 }
 
-/// Whether the guard takes a client query: a live `AbortSignal`, an installed guard.
-pub(super) fn admit(rt: &Runtime, guard: u32, is_signal: bool, aborted: bool) -> bool {
-    flights::admits(is_signal, aborted) && rt.inspect(|s| s.guards.contains(guard)) == Some(true)
-}
-
-/// A client query's registry call (started at `started_at`) returned, and the
-/// registry announced `request_id` for `agent_id` meanwhile: begin its flight.
-/// Returns the flight's key, or -1 to leave the query unguarded (not a promise,
-/// or the guard is gone: the registry then settles it exactly as it would alone).
+/// A client query's registry call (started at `started_at`) returned a promise
+/// and the registry is waiting for `request_id` of `agent_id`: begin its flight.
+/// `unannounced`: the registry did not emit `cordis/inspect-query` (the request
+/// was found in its pending entries); that is said once per guard, and only here,
+/// where a query goes on waiting (a query refused before waiting never begins).
+/// Returns the flight's key, or -1 to leave the query unguarded (the guard is
+/// gone, or there is no request to end: the registry then settles it alone).
 pub(super) fn begin(
     rt: &Runtime,
     guard: u32,
     started_at: f64,
     request_id: Option<String>,
     agent_id: Option<String>,
-    is_promise: bool,
+    unannounced: bool,
 ) -> f64 {
-    if !is_promise {
+    let Some(request_id) = request_id else {
         return -1.0;
-    }
-    let announced = request_id.is_some();
+    };
     let begun = rt
         .inspect(|state| {
             let g = state.guards.get_mut(guard)?;
@@ -273,12 +303,10 @@ pub(super) fn begin(
                 grace_ms: g.config.refusal_grace_ms,
             };
             let first_unannounced =
-                !announced && !std::mem::replace(&mut g.warned_unannounced, true);
+                unannounced && !std::mem::replace(&mut g.warned_unannounced, true);
             let warn = first_unannounced.then(|| g.sink.warn.clone()).flatten();
             let key = state.flights.begin(query, started_at);
-            if let Some(request_id) = request_id {
-                state.flights.announce(key, request_id, agent_id);
-            }
+            state.flights.announce(key, request_id, agent_id);
             Some((key, warn))
         })
         .flatten();
@@ -290,8 +318,8 @@ pub(super) fn begin(
             rt,
             &warn,
             "",
-            "the registry did not emit cordis/inspect-query while query() ran; \
-             deadlines still apply, but page refusals cannot be matched to queries",
+            "the registry did not emit cordis/inspect-query while a client query went on waiting; \
+             the guard found the request in the registry's pending entries instead",
         );
     }
     rearm(rt);
@@ -552,6 +580,7 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
         drop(std::mem::take(&mut g.patches));
         if let Some(unlisten) = g.unlisten.take() {
             let _ = unlisten.call0(&JsValue::UNDEFINED);
+            release(&g.owner, &unlisten);
         }
     }
     super::deliver(&work);

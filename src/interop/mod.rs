@@ -18,8 +18,8 @@ mod runtime;
 #[cfg(feature = "fault-injection")]
 pub use fault::inject as inject_fault;
 pub use inspect::install_programmatic as install_inspect_client_guard;
-pub use plugin::apply;
-pub use runtime::in_flight;
+pub use plugin::{apply, reapply};
+pub use runtime::{in_flight, recovery_plan};
 
 use js_sys::{Array, Function, JsString, Object, Reflect};
 use serde::Serialize;
@@ -31,15 +31,16 @@ use crate::error::Error;
 
 #[wasm_bindgen(module = "/src/interop/helpers.js")]
 extern "C" {
-    fn configure(constants: &JsValue);
-    #[wasm_bindgen(js_name = bindShim)]
-    fn bind_shim(state: &JsValue);
-    fn watch(logger: &JsValue);
-    fn unwatch(logger: &JsValue);
+    fn configure(
+        constants: &JsValue,
+        dispatch: &Function,
+        begin: &Function,
+        settle: &Function,
+        tick: &Function,
+    );
     fn raise(error: &JsValue);
     #[wasm_bindgen(js_name = makeMethod)]
     fn make_method(
-        dispatch: &Function,
         token: u32,
         point: &str,
         previous: &JsValue,
@@ -47,47 +48,50 @@ extern "C" {
         by_first: bool,
     ) -> Function;
     #[wasm_bindgen(js_name = makePreStep)]
-    fn make_pre_step(dispatch: &Function, token: u32) -> Function;
-    #[wasm_bindgen(js_name = makeClaimWrapper)]
-    fn make_claim_wrapper(
-        dispatch: &Function,
-        token: u32,
-        previous: &JsValue,
-        message_code: u32,
-    ) -> Function;
+    fn make_pre_step(token: u32) -> Function;
     #[wasm_bindgen(js_name = makeInsertObserver)]
-    fn make_insert_observer(dispatch: &Function, token: u32, message_code: u32) -> Function;
-    #[wasm_bindgen(js_name = makeResolveWrapper)]
-    fn make_resolve_wrapper(
-        dispatch: &Function,
+    fn make_insert_observer(token: u32, message_code: u32) -> Function;
+    #[wasm_bindgen(js_name = patchClaim, catch)]
+    fn patch_claim(
+        inbox: &JsValue,
+        owner: &JsValue,
+        token: u32,
+        message_code: u32,
+    ) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = patchQuery, catch)]
+    fn patch_query(registry: &JsValue, owner: &JsValue, guard: u32) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = patchResolve, catch)]
+    fn patch_resolve(
+        registry: &JsValue,
+        owner: &JsValue,
         unbound: u32,
         refused: u32,
-        previous: &JsValue,
-    ) -> Function;
-    #[wasm_bindgen(js_name = makeQueryWrapper)]
-    fn make_query_wrapper(
-        admit: &Function,
-        begin: &Function,
-        settle: &Function,
-        guard: u32,
-        previous: &JsValue,
-        platform: &JsValue,
-    ) -> Function;
+    ) -> Result<JsValue, JsValue>;
+    fn unpatch(record: &JsValue);
+    #[wasm_bindgen(js_name = patchAlive)]
+    fn patch_alive(record: &JsValue) -> bool;
+    #[wasm_bindgen(js_name = stalePatches)]
+    fn stale_patches(owner: &JsValue, kind: &str) -> Array;
+    fn vouched(list: &JsValue) -> bool;
     #[wasm_bindgen(js_name = makeAnnouncer)]
     fn make_announcer() -> Function;
     #[wasm_bindgen(js_name = flightOf)]
     fn flight_of(key: f64) -> JsValue;
     #[wasm_bindgen(js_name = takeFlight)]
     fn take_flight(key: f64) -> JsValue;
-    #[wasm_bindgen(js_name = makeTicker)]
-    fn make_ticker(tick: &Function) -> Function;
     fn deliver(work: &Array);
+    #[wasm_bindgen(js_name = armTimer)]
+    fn arm_timer(delay_ms: f64);
+    #[wasm_bindgen(js_name = idleTimer)]
+    fn idle_timer();
     #[wasm_bindgen(js_name = logLater)]
     fn log_later(log: &Function, text: &str);
     #[wasm_bindgen(js_name = shapes)]
     fn shape_codes(list: &JsValue) -> js_sys::Uint32Array;
     #[wasm_bindgen(js_name = shapeCode)]
     fn shape(value: &JsValue) -> u32;
+    #[wasm_bindgen(js_name = plainCopy)]
+    fn plain_copy(value: &JsValue) -> JsValue;
     #[wasm_bindgen(catch)]
     fn snapshot(value: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = safeString)]
@@ -97,26 +101,32 @@ extern "C" {
     fn is_array(value: &JsValue) -> Option<bool>;
 }
 
+#[wasm_bindgen(module = "/src/interop/supervisor.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = bindShim)]
+    fn bind_shim(state: &JsValue);
+    #[wasm_bindgen(js_name = openMount, catch)]
+    fn open_mount(
+        kind: &str,
+        target: &JsValue,
+        config: &JsValue,
+        host: &JsValue,
+        logger: &JsValue,
+    ) -> Result<JsValue, JsValue>;
+    fn hold(record: &JsValue, disposer: &JsValue);
+    fn release(record: &JsValue, disposer: &JsValue);
+    fn abandon(record: &JsValue);
+    #[wasm_bindgen(js_name = disposerOf)]
+    fn disposer_of(record: &JsValue) -> Function;
+    #[wasm_bindgen(js_name = faultFacts)]
+    fn fault_facts() -> JsValue;
+    fn recover();
+}
+
 #[wasm_bindgen]
 extern "C" {
-    #[wasm_bindgen(js_name = setImmediate, catch)]
-    fn set_immediate(callback: &Function) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(js_name = clearImmediate, catch)]
-    fn clear_immediate(handle: &JsValue) -> Result<(), JsValue>;
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn monotonic_now() -> f64;
-    #[wasm_bindgen(js_namespace = Reflect, js_name = getOwnPropertyDescriptor, catch)]
-    fn own_descriptor(target: &JsValue, key: &JsValue) -> Result<JsValue, JsValue>;
-}
-
-thread_local! {
-    static PATCHED_MARKER: JsValue = js_sys::Symbol::for_("harness-guard.patched").into();
-}
-
-/// The registered marker every wrapper carries: `{ original, owner }` (made once;
-/// the inbox guard checks it at every pre-step).
-fn patched_marker() -> JsValue {
-    PATCHED_MARKER.with(JsValue::clone)
 }
 
 /// `Symbol.for('cordis.original')`.
@@ -196,12 +206,29 @@ fn object(entries: &[(&str, &JsValue)]) -> JsValue {
     o.into()
 }
 
-/// Share the plugin module's `host.state` with the JavaScript side (once the
-/// runtime, and with it the constants that side needs, exists).
-fn bind(host: &JsValue) {
+/// Share the plugin module's `host.state` with the JavaScript side, once the
+/// runtime (and with it the constants that side needs) exists: the plugin
+/// module enters the guard through it from then on.
+pub fn bind_host(host: &JsValue) {
+    runtime::with(|_| ());
     if let Some(state) = get(host, "state") {
-        runtime::with(|_| bind_shim(&state));
+        bind_shim(&state);
     }
+}
+
+/// Wait `after_ms`, then recover on this instance (see `supervisor.js`).
+pub fn schedule_recovery(after_ms: f64) {
+    runtime::with(|rt| rt.schedule_recovery(after_ms));
+}
+
+/// Drop a waiting recovery.
+pub fn cancel_recovery() {
+    runtime::with(runtime::Runtime::cancel_recovery);
+}
+
+/// The owner named in every marker this build writes.
+fn patch_owner() -> &'static str {
+    concat!("cordis-plugin-harness-guard@", env!("CARGO_PKG_VERSION"))
 }
 
 /// Log `text`, a line about `session` (`""` when none), once the guard returns to

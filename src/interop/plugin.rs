@@ -1,13 +1,18 @@
 //! The cordis plugin: `apply(ctx, config, host)` and everything it wires.
 //!
-//! One mount is one `apply`: its config, its logger, its two ledgers. It
-//! provides the services `inspectClientGuard` and `inboxInputGuard`, installs
-//! the inbox half as a labelled effect, and asks cordis for the registry with
-//! `ctx.inject(['cordisInspect'], …)`: each time the registry appears, the inspect
-//! half and the `HarnessGuard` provider are attached to it as one labelled
-//! effect of that sub-fiber, and detached when it goes away. Every function
+//! One mount is one `apply`: its config, its logger, its two ledgers, and its
+//! record on the JavaScript side (see `supervisor.js`), which outlives this
+//! instance so the mount can be applied again on a fresh one after a fault
+//! (`reapply`). It provides the services `inspectClientGuard` and
+//! `inboxInputGuard`, installs the inbox half as a labelled effect, and asks
+//! cordis for the registry with `ctx.inject(['cordisInspect'], …)`: each time the
+//! registry appears, the inspect half and the `HarnessGuard` provider are
+//! attached to it as one labelled effect of that sub-fiber, and detached when it
+//! goes away. Where the host's command registry exists (`ctx.inject(['commands'],
+//! …)`), the `/harness-guard` command is registered the same way. Every function
 //! handed to cordis is a trampoline (see `runtime`), so disposal, a late call
-//! after disposal and a call after a fault all stay safe.
+//! after disposal and a call after a fault all stay safe; every registration's
+//! disposer is held by the record, so a faulted instance's can be undone.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -19,28 +24,31 @@ use wasm_bindgen::JsCast;
 use super::fault::{self, Point};
 use super::runtime::{with, Role, Runtime};
 use super::{
-    call, emit, get, get_fn, get_string, inbox, inspect, object, original_of, raw_config, to_js,
-    unwatch, watch,
+    abandon, call, emit, fault_facts, get, get_fn, get_string, hold, inbox, inspect, object,
+    open_mount, original_of, raw_config, release, to_js,
 };
 use crate::config::{self, Config};
 use crate::error::Error;
 use crate::idmap::IdMap;
 use crate::ledger::{InboxCounts, InspectCounts, InspectReport, Ledger, Violation};
-use crate::provider::{self, InboxStatus, InspectStatus, Method, Status};
+use crate::provider::{self, InboxStatus, InspectStatus, LastFault, Method, Status};
 
 /// The plugin's name, as cordis and its logger know it.
 const NAME: &str = "harness-guard";
 
 /// What one `apply` set up.
 struct Mount {
+    /// The mount's record on the JavaScript side.
+    record: JsValue,
     config: Config,
     ctx: JsValue,
-    logger: JsValue,
     warn: Option<Function>,
     create_user_message: Option<Function>,
     validate: Option<Function>,
     inspect_ledger: Rc<RefCell<Ledger<InspectReport>>>,
     inbox_ledger: Rc<RefCell<Ledger<Violation>>>,
+    /// Which inbox records are the same value; forgotten with the records.
+    sightings: Rc<RefCell<crate::sightings::Sightings>>,
     inbox_guard: Option<u32>,
     inspect_guards: Vec<u32>,
 }
@@ -61,49 +69,84 @@ pub(crate) struct State {
 
 /// `apply(ctx, config, host)`: mount both halves. `host` is the plugin module's
 /// `{ state, createUserMessage, validateJsonSchemaValue? }`. An invalid config
-/// throws before anything is installed.
+/// throws before anything is installed; a mount that fails later leaves nothing.
 pub fn apply(ctx: &JsValue, config: &JsValue, host: &JsValue) -> Result<(), Error> {
-    super::bind(host);
     fault::check(Point::Apply);
-    let config = config::parse(&raw_config(config))?;
+    let parsed = config::parse(&raw_config(config))?;
     let logger = get_fn(ctx, "logger")
         .and_then(|make| make.call1(ctx, &NAME.into()).ok())
         .unwrap_or(JsValue::UNDEFINED);
+    let record =
+        open_mount("plugin", ctx, config, host, &logger).map_err(|_| Error::HostShape {
+            target: "the plugin's context",
+            missing: vec!["ctx.effect"],
+        })?;
+    mount(&record, parsed).inspect_err(|_| abandon(&record))
+}
+
+/// Apply again, on this (fresh) instance, what the record of a mount or a
+/// programmatic install asked for: the recovery after a fault.
+pub fn reapply(record: &JsValue) -> Result<(), Error> {
+    fault::check(Point::Apply);
+    if get_string(record, "kind").as_deref() == Some("inspect") {
+        return with(|rt| inspect::reinstall(rt, record));
+    }
+    let config = config::parse(&raw_config(&get(record, "config").unwrap_or_default()))?;
+    mount(record, config)
+}
+
+/// Mount both halves for `record`, with its context, host and logger.
+fn mount(record: &JsValue, config: Config) -> Result<(), Error> {
+    let ctx = get(record, "ctx").unwrap_or(JsValue::UNDEFINED);
+    let host = get(record, "host").unwrap_or(JsValue::UNDEFINED);
+    let logger = get(record, "logger").unwrap_or(JsValue::UNDEFINED);
     let warn = get_fn(&logger, "warn").map(|w| w.bind0(&logger));
     with(|rt| {
         let id = rt.next_id();
         let mount = Mount {
+            record: record.clone(),
             config,
             ctx: ctx.clone(),
-            logger: logger.clone(),
             warn,
-            create_user_message: get_fn(host, "createUserMessage"),
-            validate: get_fn(host, "validateJsonSchemaValue"),
+            create_user_message: get_fn(&host, "createUserMessage"),
+            validate: get_fn(&host, "validateJsonSchemaValue"),
             inspect_ledger: Rc::default(),
             inbox_ledger: Rc::default(),
+            sightings: Rc::default(),
             inbox_guard: None,
             inspect_guards: Vec::new(),
         };
         rt.plugin(|s| s.mounts.insert(id, mount));
-        watch(&logger);
-        wire(rt, id, ctx, &config).inspect_err(|_| forget(rt, id))
+        wire(rt, id, &ctx, record, &config).inspect_err(|_| forget(rt, id))
     })
 }
 
-/// The services, the effects and the registry's injection of one mount.
-fn wire(rt: &Runtime, id: u32, ctx: &JsValue, config: &Config) -> Result<(), Error> {
+/// The services, the effects and the injections of one mount; every
+/// registration's disposer is held by `record`.
+fn wire(
+    rt: &Runtime,
+    id: u32,
+    ctx: &JsValue,
+    record: &JsValue,
+    config: &Config,
+) -> Result<(), Error> {
     let host_call = |method: &str, args: &[&JsValue]| -> Result<JsValue, Error> {
         let f = get_fn(ctx, method).ok_or(Error::HostShape {
             target: "the plugin's context",
             missing: vec!["ctx.provide, ctx.effect and ctx.inject"],
         })?;
-        call(&f, ctx, &args.iter().copied().collect::<Array>()).map_err(|_| Error::HostShape {
-            target: "the plugin's context",
-            missing: vec!["ctx.provide, ctx.effect and ctx.inject that accept the guard"],
-        })
+        let disposer = call(&f, ctx, &args.iter().copied().collect::<Array>()).map_err(|_| {
+            Error::HostShape {
+                target: "the plugin's context",
+                missing: vec!["ctx.provide, ctx.effect and ctx.inject that accept the guard"],
+            }
+        })?;
+        hold(record, &disposer);
+        Ok(disposer)
     };
     let none = JsValue::UNDEFINED;
     let empty: JsValue = Array::new().into();
+    let status_fallback = failed_status(&config.inbox);
     let service = |records: &str, list: Role, counts: Role, zeros: JsValue, reset: Role| {
         object(&[
             (records, &rt.method(id, list, &none, &empty, false).into()),
@@ -112,6 +155,11 @@ fn wire(rt: &Runtime, id: u32, ctx: &JsValue, config: &Config) -> Result<(), Err
                 &rt.method(id, counts, &none, &zeros, false).into(),
             ),
             ("reset", &rt.method(id, reset, &none, &none, false).into()),
+            (
+                "status",
+                &rt.method(id, Role::Status, &none, &status_fallback, false)
+                    .into(),
+            ),
         ])
     };
     let inspect_service = service(
@@ -147,7 +195,26 @@ fn wire(rt: &Runtime, id: u32, ctx: &JsValue, config: &Config) -> Result<(), Err
         let attach = rt.method(id, Role::Registry, &none, &none, false);
         host_call("inject", &[&services, &attach.into()])?;
     }
+    let services: JsValue = Array::of1(&"commands".into()).into();
+    let commands = rt.method(id, Role::Commands, &none, &none, false);
+    host_call("inject", &[&services, &commands.into()])?;
     Ok(())
+}
+
+/// The `status` a service or the provider answers once the guard stood down
+/// (the JavaScript side adds the fault's facts to each copy it hands out).
+fn failed_status(inbox: &config::InboxConfig) -> JsValue {
+    let zeros = (InspectCounts::default(), InboxCounts::default());
+    let failed = Error::StoodDown.to_string();
+    to_js(&Status {
+        version: env!("CARGO_PKG_VERSION"),
+        failed: Some(&failed),
+        recoveries: 0,
+        last_fault: None,
+        gave_up: false,
+        inspect: InspectStatus::new(None, 0, &zeros.0),
+        inbox: InboxStatus::new(inbox, false, &zeros.1),
+    })
 }
 
 /// Zero counts with the fault's note: what `counts()` answers once the guard stood down.
@@ -169,9 +236,7 @@ struct Failed<'a, C: serde::Serialize> {
 
 /// Drop a mount's state (disposed, or its wiring failed).
 fn forget(rt: &Runtime, id: u32) {
-    if let Some(mount) = rt.plugin(|s| s.mounts.remove(id)).flatten() {
-        unwatch(&mount.logger);
-    }
+    drop(rt.plugin(|s| s.mounts.remove(id)));
 }
 
 /// A plugin trampoline's call: a service method, an effect or its disposer, the
@@ -209,6 +274,12 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
         }
         Role::InboxReset => {
             with_ledgers(rt, id, |_, inbox| inbox.reset());
+            let sightings = rt.plugin(|s| s.mounts.get(id).map(|m| m.sightings.clone()));
+            if let Some(Ok(mut sightings)) =
+                sightings.flatten().as_ref().map(|s| s.try_borrow_mut())
+            {
+                sightings.reset();
+            }
             none
         }
         Role::Records => rt
@@ -242,6 +313,12 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
             none
         }
         Role::Provider => answer(rt, id, &args.get(0), &args.get(1), &args.get(2))?,
+        Role::Status => status_of(rt, id).unwrap_or(none),
+        Role::Commands => {
+            register_command(rt, id, &args.get(0));
+            none
+        }
+        Role::Command => command(rt, id, &args.get(0)),
         _ => none,
     })
 }
@@ -277,15 +354,19 @@ fn with_ledgers(
 }
 
 fn install_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
-    let Some((config, ctx, ledger, create, warn)) = rt
+    let Some((config, ctx, records, create, warn, owner)) = rt
         .plugin(|s| {
             let m = s.mounts.get(id)?;
             Some((
                 m.config.inbox,
                 m.ctx.clone(),
-                m.inbox_ledger.clone(),
+                inbox::Records {
+                    ledger: m.inbox_ledger.clone(),
+                    sightings: m.sightings.clone(),
+                },
                 m.create_user_message.clone(),
                 m.warn.clone(),
+                m.record.clone(),
             ))
         })
         .flatten()
@@ -293,7 +374,7 @@ fn install_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
         return Ok(());
     };
     let on = bound_on(&ctx);
-    let guard = inbox::install(rt, config, ledger, &on, create, warn)?;
+    let guard = inbox::install(rt, config, records, &on, create, warn, &owner)?;
     rt.plugin(|s| {
         if let Some(m) = s.mounts.get_mut(id) {
             m.inbox_guard = Some(guard);
@@ -313,7 +394,7 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
     let Some(registry) = get(sub, "cordisInspect").map(|r| original_of(&r)) else {
         return;
     };
-    let Some((config, ledger, warn, validate)) = rt
+    let Some((config, ledger, warn, validate, record)) = rt
         .plugin(|s| {
             let m = s.mounts.get(mount)?;
             Some((
@@ -321,6 +402,7 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
                 m.inspect_ledger.clone(),
                 m.warn.clone(),
                 m.validate.clone(),
+                m.record.clone(),
             ))
         })
         .flatten()
@@ -340,7 +422,7 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
             on_report: None,
             validate,
         };
-        match inspect::install(rt, &registry, config.inspect, sink, &bound_on(sub)) {
+        match inspect::install(rt, &registry, config.inspect, sink, &bound_on(sub), &record) {
             Ok(installed) => guard = installed,
             Err(error) => say(&format!("inspect half not installed: {error}")),
         }
@@ -351,6 +433,9 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
         ));
         None
     });
+    if let Some(unregister) = &unregister {
+        hold(&record, unregister);
+    }
     let id = rt.next_id();
     rt.plugin(|s| {
         if let Some(m) = s.mounts.get_mut(mount) {
@@ -368,9 +453,10 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
     let none = JsValue::UNDEFINED;
     let effect = rt.method(id, Role::Attach, &none, &none, false);
     let label = "harness-guard: cordisInspect client-query guard and HarnessGuard provider";
-    let registered =
-        get_fn(sub, "effect").is_some_and(|f| f.call2(sub, &effect, &label.into()).is_ok());
-    if !registered {
+    let registered = get_fn(sub, "effect")
+        .and_then(|f| f.call2(sub, &effect, &label.into()).ok())
+        .inspect(|disposer| hold(&record, disposer));
+    if registered.is_none() {
         detach(rt, id);
     }
 }
@@ -389,6 +475,12 @@ fn detach(rt: &Runtime, id: u32) {
     }
     if let Some(unregister) = attachment.unregister {
         let _ = unregister.call0(&JsValue::UNDEFINED);
+        if let Some(record) = rt
+            .plugin(|s| s.mounts.get(attachment.mount).map(|m| m.record.clone()))
+            .flatten()
+        {
+            release(&record, &unregister);
+        }
     }
 }
 
@@ -404,18 +496,8 @@ fn register_provider(
     };
     let manifest =
         js_sys::JSON::parse(provider::MANIFEST).map_err(|_| "its manifest".to_owned())?;
-    let zeros = (InspectCounts::default(), InboxCounts::default());
-    let failed = Error::StoodDown.to_string();
     let fallback = object(&[
-        (
-            "status",
-            &to_js(&Status {
-                version: env!("CARGO_PKG_VERSION"),
-                failed: Some(&failed),
-                inspect: InspectStatus::new(None, 0, &zeros.0),
-                inbox: InboxStatus::new(&config.inbox, false, &zeros.1),
-            }),
-        ),
+        ("status", &failed_status(&config.inbox)),
         ("reports", &object(&[("reports", &Array::new().into())])),
         (
             "violations",
@@ -428,6 +510,69 @@ fn register_provider(
         get_string(&e, "message").unwrap_or_else(|| "the registry refused it".into())
     })?;
     Ok(disposer.dyn_into::<Function>().ok())
+}
+
+/// The fault facts the supervisor keeps: recoveries, the last fault, whether it gave up.
+struct Faults {
+    recoveries: u32,
+    last_fault: Option<LastFault>,
+    gave_up: bool,
+}
+
+fn faults() -> Faults {
+    let facts = fault_facts();
+    let last_fault = get(&facts, "lastFault")
+        .filter(JsValue::is_object)
+        .map(|f| LastFault {
+            point: get_string(&f, "point").unwrap_or_default(),
+            at: get(&f, "at").and_then(|a| a.as_f64()).unwrap_or(0.0),
+        });
+    Faults {
+        recoveries: get(&facts, "recoveries")
+            .and_then(|r| r.as_f64())
+            .map_or(0, super::to_index),
+        last_fault,
+        gave_up: get(&facts, "gaveUp").is_some_and(|g| g.is_truthy()),
+    }
+}
+
+/// `f` of the live mount's status, its ledgers borrowed; `None` for a mount that is gone.
+fn with_status<R>(
+    rt: &Runtime,
+    mount: u32,
+    f: impl FnOnce(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> R,
+) -> Option<R> {
+    let faults = faults();
+    let in_flight = rt.inspect(|s| s.in_flight()).unwrap_or(0);
+    rt.plugin(|s| {
+        let m = s.mounts.get(mount)?;
+        let inspect_config = m
+            .inspect_guards
+            .first()
+            .and_then(|g| inspect::config_of(rt, *g));
+        let inspect = m.inspect_ledger.try_borrow().ok()?;
+        let inbox = m.inbox_ledger.try_borrow().ok()?;
+        let status = Status {
+            version: env!("CARGO_PKG_VERSION"),
+            failed: None,
+            recoveries: faults.recoveries,
+            last_fault: faults.last_fault,
+            gave_up: faults.gave_up,
+            inspect: InspectStatus::new(
+                inspect_config.as_ref(),
+                u32::try_from(in_flight).unwrap_or(u32::MAX),
+                inspect.counts(),
+            ),
+            inbox: InboxStatus::new(&m.config.inbox, m.inbox_guard.is_some(), inbox.counts()),
+        };
+        Some(f(&status, &inspect, &inbox))
+    })
+    .flatten()
+}
+
+/// A service's `status()`: what the provider's `status` answers.
+fn status_of(rt: &Runtime, mount: u32) -> Option<JsValue> {
+    with_status(rt, mount, |status, _, _| to_js(status))
 }
 
 /// The provider's answer to `method(input)` asked by `options.agent`.
@@ -446,55 +591,88 @@ fn answer(
             value: "an unknown method".into(),
             expected: "status, reports or violations",
         })?;
-    let session = get(options, "agent")
-        .and_then(|a| get_string(&a, "id"))
-        .unwrap_or_default();
+    let session = session_of(options);
     let limit = match method {
         Method::Status => 0,
         _ => provider::limit(&raw_config(input))?,
     };
-    let in_flight = rt.inspect(|s| s.in_flight()).unwrap_or(0);
-    let answer = rt.plugin(|s| {
-        let m = s.mounts.get(mount)?;
-        Some(match method {
-            Method::Status => {
-                let inspect_config = m
-                    .inspect_guards
-                    .first()
-                    .and_then(|g| inspect::config_of(rt, *g));
-                let inspect = m.inspect_ledger.try_borrow().ok()?;
-                let inbox = m.inbox_ledger.try_borrow().ok()?;
-                to_js(&Status {
-                    version: env!("CARGO_PKG_VERSION"),
-                    failed: None,
-                    inspect: InspectStatus::new(
-                        inspect_config.as_ref(),
-                        u32::try_from(in_flight).unwrap_or(u32::MAX),
-                        inspect.counts(),
-                    ),
-                    inbox: InboxStatus::new(
-                        &m.config.inbox,
-                        m.inbox_guard.is_some(),
-                        inbox.counts(),
-                    ),
-                })
-            }
-            Method::Reports => {
-                let ledger = m.inspect_ledger.try_borrow().ok()?;
-                to_js(&provider::Reports {
-                    reports: provider::bounded(ledger.latest_of(&session, limit)),
-                })
-            }
-            Method::Violations => {
-                let ledger = m.inbox_ledger.try_borrow().ok()?;
-                to_js(&provider::Violations {
-                    violations: provider::bounded(ledger.latest_of(&session, limit)),
-                })
-            }
-        })
+    let answer = with_status(rt, mount, |status, inspect, inbox| match method {
+        Method::Status => to_js(status),
+        Method::Reports => to_js(&provider::Reports {
+            reports: provider::bounded(inspect.latest_of(&session, limit)),
+        }),
+        Method::Violations => to_js(&provider::Violations {
+            violations: provider::bounded(inbox.latest_of(&session, limit)),
+        }),
     });
-    Ok(answer.flatten().unwrap_or_else(|| match method {
+    Ok(answer.unwrap_or_else(|| match method {
         Method::Reports => object(&[("reports", &Array::new().into())]),
         _ => object(&[("violations", &Array::new().into())]),
     }))
+}
+
+/// The session of the agent a provider query or a command invocation names (`{ agent }`).
+fn session_of(options: &JsValue) -> String {
+    get(options, "agent")
+        .and_then(|a| get_string(&a, "id"))
+        .unwrap_or_default()
+}
+
+/// The command registry appeared in `sub`: register `/harness-guard` as an effect
+/// of that sub-fiber (removed with it, or with the mount).
+fn register_command(rt: &Runtime, mount: u32, sub: &JsValue) {
+    let Some(commands) = get(sub, "commands") else {
+        return;
+    };
+    let Some(record) = rt
+        .plugin(|s| s.mounts.get(mount).map(|m| m.record.clone()))
+        .flatten()
+    else {
+        return;
+    };
+    let none = JsValue::UNDEFINED;
+    let fallback = object(&[
+        ("kind", &"error".into()),
+        ("text", &Error::StoodDown.to_string().into()),
+    ]);
+    let handler = rt.method(mount, Role::Command, &none, &fallback, false);
+    let definition = object(&[
+        ("name", &crate::command::NAME.into()),
+        ("description", &crate::command::DESCRIPTION.into()),
+        ("handler", &handler.into()),
+    ]);
+    match get_fn(&commands, "register").map(|r| r.call1(&commands, &definition)) {
+        Some(Ok(disposer)) => hold(&record, &disposer),
+        Some(Err(error)) => {
+            let warn = rt.plugin(|s| s.mounts.get(mount)?.warn.clone()).flatten();
+            if let Some(warn) = warn {
+                let reason = get_string(&error, "message").unwrap_or_else(|| "refused".into());
+                emit(
+                    rt,
+                    &warn,
+                    "",
+                    &format!(
+                        "/{} command not registered: {}",
+                        crate::command::NAME,
+                        crate::echo::escape(&reason)
+                    ),
+                );
+            }
+        }
+        None => {}
+    }
+}
+
+/// `/harness-guard`: the status and the asking session's latest records, as text.
+fn command(rt: &Runtime, mount: u32, invocation: &JsValue) -> JsValue {
+    let session = session_of(invocation);
+    let text = with_status(rt, mount, |status, inspect, inbox| {
+        crate::command::text(
+            status,
+            &inspect.latest_of(&session, crate::command::LATEST),
+            &inbox.latest_of(&session, crate::command::LATEST),
+        )
+    })
+    .unwrap_or_else(|| "harness-guard: this mount is gone".into());
+    object(&[("kind", &"success".into()), ("text", &text.into())])
 }

@@ -1,21 +1,29 @@
-//! The owner of everything long-lived: guard state, the closures JavaScript calls, the deadline timer.
+//! The owner of everything long-lived in one instance: guard state, the closures JavaScript calls, the timers.
 //!
 //! The closures are made once per wasm instance, not per call or per patch:
 //! every wrapper, listener, service method and effect is a small JavaScript
 //! function that calls [`Runtime::route`] through `dispatch` with a token naming
 //! what it serves (an id and a [`Role`]), so a wrapper read before disposal still
 //! works afterwards (it forwards to the method it replaced). A client query
-//! reaches the guard through three more closures made once, `admit`, `begin` and
-//! `settle`, which carry numbers and the request's ids only.
+//! reaches the guard through two more closures made once, `begin` and `settle`,
+//! which carry numbers and the request's ids only. `configure` hands all of them
+//! to the JavaScript side, which calls the current instance's: after a fault the
+//! instance is replaced (see `supervisor.js`), and what the faulted one made
+//! forwards.
 //!
-//! One timer serves every deadline: a gloo [`Timeout`] owned here, armed for the
-//! earliest due flight, re-armed when that changes, and dropped (cleared) when
-//! nothing waits. While a guarded query waits it is ref'd, so a process whose
-//! only work is that query lives until the deadline fires. Its callback only
-//! calls the JavaScript ticker, which enters `tick` with a catch around it and
-//! delivers the endings with no wasm frame beneath the registry. Work already
-//! due (the rest of a burst ended in chunks) is scheduled with `setImmediate`:
-//! a 0 ms timeout waits at least 1 ms, which idled the loop between chunks.
+//! One timer serves every deadline: a Node `Timeout` held on the JavaScript side
+//! (`armTimer`, `idleTimer`), armed for the earliest due flight, never longer than
+//! [`MAX_SLEEP_MS`], so most arms ask for the same delay and refresh the timer
+//! instead of making a new one; let go (unref'd) when nothing waits. While a
+//! guarded query waits it is ref'd, so a process whose only work is that query
+//! lives until the deadline fires. Its callback calls `tick`, and the endings
+//! are delivered with no wasm frame beneath the registry. Work already due (the
+//! rest of a burst ended in chunks) runs on the next turn of the loop.
+//!
+//! The recovery after a fault waits on a gloo [`Timeout`] owned by the fresh
+//! instance's runtime (dropping it clears it): armed once per fault, off every
+//! per-query path, where a timer made and cleared per call measurably cost
+//! (a Node `Timeout` refreshed costs a tenth of one made and cleared).
 
 use std::cell::{Cell, RefCell};
 
@@ -27,12 +35,11 @@ use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
 use super::{
-    clear_immediate, configure, inbox, inspect, make_claim_wrapper, make_insert_observer,
-    make_method, make_pre_step, make_query_wrapper, make_resolve_wrapper, make_ticker,
-    monotonic_now, plugin, raise, set_immediate, to_js, to_js_error,
+    arm_timer, configure, idle_timer, inbox, inspect, make_insert_observer, make_method,
+    make_pre_step, monotonic_now, plugin, raise, recover, to_js, to_js_error,
 };
-use crate::config::MAX_TIMER_MS;
 use crate::error::Error;
+use crate::recovery::Plan;
 use crate::throttle::LogBound;
 
 /// What a trampoline serves; the low bits of its token.
@@ -62,6 +69,8 @@ pub(super) enum Role {
     InboxCounts,
     /// `inboxInputGuard.reset()`.
     InboxReset,
+    /// `status()` of either service.
+    Status,
     /// The mount's records effect (returns its disposer).
     Records,
     /// The records effect's disposer.
@@ -78,11 +87,15 @@ pub(super) enum Role {
     Detach,
     /// The `HarnessGuard` provider's `query(method, input, { agent })`.
     Provider,
+    /// `ctx.inject(['commands'], …)`: the command registry appeared.
+    Commands,
+    /// The `/harness-guard` command's handler.
+    Command,
     /// The disposer `installInspectClientGuard` returns.
     Uninstall,
 }
 
-const ROLES: [Role; 21] = [
+const ROLES: [Role; 24] = [
     Role::Unbound,
     Role::Refused,
     Role::Claim,
@@ -95,6 +108,7 @@ const ROLES: [Role; 21] = [
     Role::Violations,
     Role::InboxCounts,
     Role::InboxReset,
+    Role::Status,
     Role::Records,
     Role::RecordsDispose,
     Role::Inbox,
@@ -103,15 +117,19 @@ const ROLES: [Role; 21] = [
     Role::Attach,
     Role::Detach,
     Role::Provider,
+    Role::Commands,
+    Role::Command,
     Role::Uninstall,
 ];
 
 const ROLE_BITS: u32 = 5;
 
-/// The longest the deadline timer sleeps before it looks again (ms).
+/// The longest the deadline timer sleeps before it looks again (ms): the delay
+/// most arms ask for, so the one Node `Timeout` is refreshed rather than remade.
 const MAX_SLEEP_MS: f64 = 1000.0;
 
-fn token(id: u32, role: Role) -> u32 {
+/// The token of `role` of `id`, as a trampoline carries it.
+pub(super) fn token(id: u32, role: Role) -> u32 {
     (id << ROLE_BITS) | role as u32
 }
 
@@ -138,82 +156,52 @@ impl Role {
 type Dispatch = dyn Fn(u32, JsValue, JsValue, Array) -> JsValue;
 type Begin = dyn Fn(u32, f64, Option<String>, Option<String>, bool) -> f64;
 
-/// The process-wide runtime; reached through [`with`].
+/// The runtime of this instance; reached through [`with`].
 pub(super) struct Runtime {
     inspect_state: RefCell<inspect::State>,
     inbox_state: RefCell<inbox::State>,
     plugin_state: RefCell<plugin::State>,
     log_bound: RefCell<LogBound>,
     next_id: Cell<u32>,
+    /// Owned here and never read: JavaScript calls them (see `configure`), so
+    /// they live as long as the runtime.
+    _entries: Entries,
+    /// The due time the deadline timer is armed for, while it is.
+    armed_for: Cell<Option<f64>>,
+    /// The recovery's backoff, while the guard is down and waits to recover.
+    recovery: RefCell<Option<Timeout>>,
+}
+
+/// The closures JavaScript enters this instance through (kept alive, never read).
+#[allow(dead_code)]
+struct Entries {
     dispatch: Closure<Dispatch>,
-    /// A client query with a signal: `(guard, isSignal, aborted) → whether the guard takes it`.
-    admit: Closure<dyn Fn(u32, bool, bool) -> bool>,
     /// The registry's call returned: `(guard, startedAt, requestId, agentId,
-    /// isPromise) → key`, or -1 to leave it unguarded.
+    /// unannounced) → key`, or -1 to leave it unguarded.
     begin: Closure<Begin>,
     /// A flight's registry promise settled first: `(key)`.
     settle: Closure<dyn Fn(f64)>,
-    /// Owned here and never read: `ticker` calls it, so it lives as long as the runtime.
-    #[allow(dead_code)]
+    /// The deadline timer fired: returns the endings to deliver.
     tick: Closure<dyn Fn() -> Array>,
-    /// The timer callback: runs `tick` and performs the work it returns.
-    ticker: Function,
-    timer: RefCell<Timer>,
-    /// The string `"client"`, compared by `===` without copying the argument.
-    client: JsValue,
 }
 
-#[derive(Default)]
-struct Timer {
-    handle: Option<Handle>,
-    armed_for: Option<f64>,
-}
-
-/// What the one timer is, when armed.
-enum Handle {
-    /// A gloo `Timeout` for a due time ahead; dropping it clears it.
-    Timeout(#[allow(dead_code)] Timeout),
-    /// A `setImmediate` for work already due.
-    Immediate(JsValue),
-}
-
-impl Handle {
-    /// Arm for `delay_ms` from now (whole ms, 0 for work already due).
-    fn arm(ticker: &Function, delay_ms: f64) -> Self {
-        if delay_ms <= 0.0 {
-            if let Ok(handle) = set_immediate(ticker) {
-                return Self::Immediate(handle);
-            }
-        }
-        // Whole milliseconds within Node's timer range (validated config keeps
-        // deadlines there; a due time is never further away than its deadline).
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let delay = delay_ms.clamp(0.0, f64::from(MAX_TIMER_MS)) as u32;
-        let ticker = ticker.clone();
-        Self::Timeout(Timeout::new(delay, move || {
-            // The ticker catches everything itself; nothing unwinds into this frame.
-            let _ = ticker.call0(&JsValue::UNDEFINED);
-        }))
-    }
-
-    fn clear(self) {
-        if let Self::Immediate(handle) = &self {
-            let _ = clear_immediate(handle);
-        }
-        // A `Timeout` clears itself as it drops here.
-    }
-}
-
-/// The constants the JavaScript side works with, handed over once (see `configure` in helpers.js).
+/// The constants the JavaScript side works with, handed over once per instance
+/// (see `configure` in helpers.js and `life.K` in supervisor.js).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Constants {
     next_step: &'static str,
     spliced_event: &'static str,
     inserted: &'static str,
+    client: &'static str,
+    resolved_event: &'static str,
+    owner: &'static str,
+    failed_key: &'static str,
     failed_code: &'static str,
     failed_message: String,
     failed_line: &'static str,
+    gave_up_line: &'static str,
+    recovered_line: &'static str,
     refusal_code: &'static str,
     refusal_message: String,
     shape: &'static crate::inbox::ShapeLayout,
@@ -230,19 +218,6 @@ pub(super) fn with<R>(f: impl FnOnce(&Runtime) -> R) -> R {
 
 impl Runtime {
     fn new() -> Self {
-        configure(&to_js(&Constants {
-            next_step: "nextStep",
-            spliced_event: "agent/inbox/spliced",
-            inserted: "inserted",
-            failed_code: Error::GuardFailed.code(),
-            failed_message: Error::GuardFailed.to_string(),
-            failed_line: "harness-guard stood down after an internal fault: every wrapper now forwards to the \
-                          method it replaced, waiting client queries were cancelled, and later ones run unguarded \
-                          until the process restarts",
-            refusal_code: Error::StoodDown.code(),
-            refusal_message: Error::StoodDown.to_string(),
-            shape: &crate::inbox::SHAPE_LAYOUT,
-        }));
         let dispatch: Closure<Dispatch> = Closure::new(
             |token: u32, previous: JsValue, this: JsValue, args: Array| match with(|rt| {
                 rt.route(token, &previous, &this, &args)
@@ -254,19 +229,14 @@ impl Runtime {
                 }
             },
         );
-        let admit = Closure::<dyn Fn(u32, bool, bool) -> bool>::new(
-            |guard: u32, is_signal: bool, aborted: bool| {
-                with(|rt| inspect::admit(rt, guard, is_signal, aborted))
-            },
-        );
         let begin = Closure::<Begin>::new(
             |guard: u32,
              started_at: f64,
              request_id: Option<String>,
              agent_id: Option<String>,
-             is_promise: bool| {
+             unannounced: bool| {
                 fault::check(Point::Begin);
-                with(|rt| inspect::begin(rt, guard, started_at, request_id, agent_id, is_promise))
+                with(|rt| inspect::begin(rt, guard, started_at, request_id, agent_id, unannounced))
             },
         );
         let settle = Closure::<dyn Fn(f64)>::new(|key: f64| {
@@ -277,21 +247,48 @@ impl Runtime {
             fault::check(Point::Tick);
             with(inspect::tick)
         });
-        let ticker = make_ticker(tick.as_ref().unchecked_ref());
+        configure(
+            &to_js(&Constants {
+                next_step: "nextStep",
+                spliced_event: "agent/inbox/spliced",
+                inserted: "inserted",
+                client: "client",
+                resolved_event: "cordis/inspect-query-resolved",
+                owner: super::patch_owner(),
+                failed_key: "failed",
+                failed_code: Error::GuardFailed.code(),
+                failed_message: Error::GuardFailed.to_string(),
+                failed_line: "harness-guard stood down after an internal fault: every wrapper now forwards to the \
+                              method it replaced and waiting client queries were cancelled; it recovers on a fresh \
+                              instance after a backoff",
+                gave_up_line: "harness-guard recovered 5 times in 10 minutes and faulted again: it stays down \
+                               (every wrapper forwards) until the process restarts",
+                recovered_line: "harness-guard recovered on a fresh instance: both halves are guarding again",
+                refusal_code: Error::StoodDown.code(),
+                refusal_message: "harness-guard recovered 5 times in 10 minutes and faulted again: it is not \
+                                  mounted again until the process restarts"
+                    .into(),
+                shape: &crate::inbox::SHAPE_LAYOUT,
+            }),
+            dispatch.as_ref().unchecked_ref(),
+            begin.as_ref().unchecked_ref(),
+            settle.as_ref().unchecked_ref(),
+            tick.as_ref().unchecked_ref(),
+        );
         Self {
             inspect_state: RefCell::default(),
             inbox_state: RefCell::default(),
             plugin_state: RefCell::default(),
             log_bound: RefCell::default(),
             next_id: Cell::new(1),
-            dispatch,
-            admit,
-            begin,
-            settle,
-            tick,
-            ticker,
-            timer: RefCell::default(),
-            client: JsValue::from_str("client"),
+            _entries: Entries {
+                dispatch,
+                begin,
+                settle,
+                tick,
+            },
+            armed_for: Cell::new(None),
+            recovery: RefCell::new(None),
         }
     }
 
@@ -339,9 +336,9 @@ impl Runtime {
         id
     }
 
-    /// A JavaScript function served by `role` of `id`. After a fault it forwards
-    /// to `previous` when that is a function, else answers with a copy of
-    /// `fallback` (by its first argument when `by_first`).
+    /// A JavaScript function served by `role` of `id`. When it may not enter
+    /// this instance it forwards to `previous` when that is a function, else
+    /// answers with a copy of `fallback` (by its first argument when `by_first`).
     pub(super) fn method(
         &self,
         id: u32,
@@ -351,7 +348,6 @@ impl Runtime {
         by_first: bool,
     ) -> Function {
         make_method(
-            self.dispatch_fn(),
             token(id, role),
             role.point().name(),
             previous,
@@ -360,58 +356,15 @@ impl Runtime {
         )
     }
 
-    /// An inbox's `claim` wrapper: a batch of usable messages only never reaches the guard.
-    pub(super) fn claim_wrapper(&self, guard: u32, previous: &JsValue) -> Function {
-        make_claim_wrapper(
-            self.dispatch_fn(),
-            token(guard, Role::Claim),
-            previous,
-            crate::inbox::MESSAGE_CODE,
-        )
-    }
-
     /// The `session/event` observer: only inbox writes that inserted something other
     /// than usable messages reach the guard.
     pub(super) fn insert_observer(&self, guard: u32) -> Function {
-        make_insert_observer(
-            self.dispatch_fn(),
-            token(guard, Role::SessionEvent),
-            crate::inbox::MESSAGE_CODE,
-        )
+        make_insert_observer(token(guard, Role::SessionEvent), crate::inbox::MESSAGE_CODE)
     }
 
     /// The `agent/pre-step` entry: the guard sees the event, the trampoline calls `next`.
     pub(super) fn pre_step(&self, guard: u32) -> Function {
-        make_pre_step(self.dispatch_fn(), token(guard, Role::PreStep))
-    }
-
-    /// The `query` wrapper: only client queries reach the guard, once to be admitted,
-    /// once the registry (which the wrapper calls itself) returned, and once more
-    /// when the registry's promise settles first.
-    pub(super) fn query_wrapper(&self, guard: u32, previous: &JsValue) -> Function {
-        make_query_wrapper(
-            self.admit.as_ref().unchecked_ref(),
-            self.begin.as_ref().unchecked_ref(),
-            self.settle.as_ref().unchecked_ref(),
-            guard,
-            previous,
-            &self.client,
-        )
-    }
-
-    /// The `resolveClientQuery` wrapper: only unbound-agent answers and answers the
-    /// registry refused reach the guard.
-    pub(super) fn resolve_wrapper(&self, guard: u32, previous: &JsValue) -> Function {
-        make_resolve_wrapper(
-            self.dispatch_fn(),
-            token(guard, Role::Unbound),
-            token(guard, Role::Refused),
-            previous,
-        )
-    }
-
-    fn dispatch_fn(&self) -> &Function {
-        self.dispatch.as_ref().unchecked_ref()
+        make_pre_step(token(guard, Role::PreStep))
     }
 
     fn route(
@@ -451,63 +404,71 @@ impl Runtime {
         }
     }
 
-    /// Arm the one timer for `due` (ms on the monotonic clock), or clear it for `None`.
+    /// Arm the deadline timer for `due` (ms on the monotonic clock), or let it go for `None`.
     ///
     /// An armed timer due no later than `due` is kept: when it fires, the flights
-    /// still waiting re-arm it. The timer never sleeps longer than
-    /// [`MAX_SLEEP_MS`] at a time, so one armed before a fault (which JavaScript
-    /// cannot clear without entering wasm) keeps the process alive a second at most.
+    /// still waiting arm it again. It never sleeps longer than [`MAX_SLEEP_MS`].
     pub(super) fn arm(&self, due: Option<f64>) {
-        let mut old = None;
-        let mut schedule = None;
         let now = monotonic_now();
-        {
-            let Ok(mut timer) = self.timer.try_borrow_mut() else {
-                return;
-            };
-            match (due, timer.armed_for) {
-                (None, _) => {
-                    old = timer.handle.take();
-                    timer.armed_for = None;
-                }
-                (Some(due), Some(armed)) if armed <= due && timer.handle.is_some() => {}
-                (Some(due), _) => {
-                    let fire_at = due.min(now + MAX_SLEEP_MS);
-                    old = timer.handle.take();
-                    timer.armed_for = Some(fire_at);
-                    schedule = Some(fire_at);
-                }
+        match (due, self.armed_for.get()) {
+            (None, None) => {}
+            (None, Some(_)) => {
+                self.armed_for.set(None);
+                idle_timer();
             }
-        }
-        if let Some(handle) = old {
-            handle.clear();
-        }
-        if let Some(fire_at) = schedule {
-            let delay = (fire_at - now).max(0.0).ceil();
-            let handle = Handle::arm(&self.ticker, delay);
-            if let Ok(mut timer) = self.timer.try_borrow_mut() {
-                timer.handle = Some(handle);
+            (Some(due), Some(armed)) if armed <= due => {}
+            (Some(due), _) => {
+                let fire_at = due.min(now + MAX_SLEEP_MS);
+                self.armed_for.set(Some(fire_at));
+                arm_timer((fire_at - now).max(0.0).ceil());
             }
         }
     }
 
     /// The timer fired: it is no longer armed.
     pub(super) fn fired(&self) {
-        let fired = self.timer.try_borrow_mut().ok().and_then(|mut timer| {
-            timer.armed_for = None;
-            timer.handle.take()
-        });
-        // Dropped outside the borrow: a fired gloo `Timeout` clears nothing, but
-        // it is still a call into JavaScript.
-        drop(fired);
+        self.armed_for.set(None);
     }
 
     /// Whether the deadline timer is armed (for tests and diagnostics).
     pub(super) fn timer_armed(&self) -> bool {
-        self.timer
-            .try_borrow()
-            .map(|t| t.handle.is_some())
-            .unwrap_or(true)
+        self.armed_for.get().is_some()
+    }
+
+    /// Wait `after_ms`, then recover (the supervisor applies every live mount again).
+    pub(super) fn schedule_recovery(&self, after_ms: f64) {
+        // A backoff is at most a minute: well inside a u32 of ms.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let delay = after_ms.clamp(0.0, crate::recovery::MAX_BACKOFF_MS) as u32;
+        let timeout = Timeout::new(delay, || {
+            // Taken off first: the recovery may replace this instance.
+            with(|rt| drop(rt.recovery.try_borrow_mut().ok().and_then(|mut r| r.take())));
+            recover();
+        });
+        let old = self
+            .recovery
+            .try_borrow_mut()
+            .ok()
+            .and_then(|mut r| r.replace(timeout));
+        drop(old);
+    }
+
+    /// The recovery is no longer wanted (the last mount went away, or one recovers now).
+    pub(super) fn cancel_recovery(&self) {
+        let old = self
+            .recovery
+            .try_borrow_mut()
+            .ok()
+            .and_then(|mut r| r.take());
+        drop(old);
+    }
+}
+
+/// The recovery plan after a fault, as `[giveUp, afterMs]`.
+pub fn recovery_plan(recent: &[f64], now: f64) -> Array {
+    match crate::recovery::plan(recent, now) {
+        Plan::GiveUp => Array::of2(&JsValue::TRUE, &JsValue::from(0)),
+        Plan::Retry { after_ms } => Array::of2(&JsValue::FALSE, &JsValue::from(after_ms)),
     }
 }
 

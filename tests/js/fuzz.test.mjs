@@ -59,6 +59,7 @@ import {
   isUsable,
   mix,
 } from './support/fuzz-gen.mjs';
+import { tallyOf } from './support/records.mjs';
 
 const GUARD_PACKAGE = 'cordis-plugin-harness-guard';
 
@@ -589,8 +590,7 @@ function checkRecords({ result, fail, agent, service, rig, expect, apiBadAccepte
     return;
   }
   result.evidence.recorded += violations.length;
-  const tally = { repaired: 0, quarantined: 0, observed: 0 };
-  for (const v of violations) tally[v.action] = (tally[v.action] ?? 0) + 1;
+  const tally = tallyOf(violations);
   try {
     assert.deepStrictEqual(counts, tally);
   } catch {
@@ -726,10 +726,12 @@ test('guarded: previews and warn lines show control and bidi characters as escap
 });
 
 // ---------------------------------------------------------------------------
-// Values the guard passes as usable and the host then fails on, handed to the
-// guard by another plugin's claim, one per turn. Kept apart from the stream
-// above (whose claim path routes them through the API, where the host refuses
-// or snapshots them) until the guard handles them.
+// Message-shaped values the host cannot read as a first read suggests, handed
+// to a turn by another plugin's claim (a claim feed that appends to the batch),
+// one per turn. The host's own API refuses or snapshots them; a claim feed is
+// the way around it. The guard judges such a value by its plain copy (what the
+// host would store): a usable copy is handed on in its place, anything else is
+// the non-message it is.
 
 const CLAIM_PATH_CASES = 120;
 
@@ -748,15 +750,31 @@ const shapedHostileCases = () => claimPathCases((c) => c.expect === 'shaped' && 
 /** Values whose reads disagree: accessors or a Proxy answering differently on each read. */
 const chameleonCases = () => claimPathCases((c) => c.expect === 'either');
 
-async function runOneByOne(cases, guarded) {
+/** Whether a fresh instance of the case has a plain copy that is a usable message (the contract's reading). */
+function plainUsable(c) {
+  try {
+    const text = JSON.stringify(c.make());
+    return text !== undefined && isUsable(JSON.parse(text));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One case per turn through a claim feed, without the guard (`mode` undefined) or
+ * with it; `feedAbove`: the feed wraps `claim` over the guard's wrapper (mounted
+ * after it) instead of under it.
+ */
+async function runOneByOne(cases, mode, { feedAbove = false } = {}) {
   const rig = await createRig({ timeContext: true });
   const feeds = new Map();
-  await rig.mount(claimFeed(feeds));
+  if (!feedAbove) await rig.mount(claimFeed(feeds));
   let service;
-  if (guarded) {
-    await rig.mount(await loadGuard(), { inspect: { enabled: false }, inbox: { mode: 'repair', previewChars: PREVIEW_CHARS } });
+  if (mode) {
+    await rig.mount(await loadGuard(), { inspect: { enabled: false }, inbox: { mode, previewChars: PREVIEW_CHARS } });
     service = rig.ctx.get('inboxInputGuard');
   }
+  if (feedAbove) await rig.mount(claimFeed(feeds));
   const outcomes = [];
   try {
     let agent;
@@ -772,15 +790,18 @@ async function runOneByOne(cases, guarded) {
       await rig.waitIdle(agent);
       const reason = agent.session.events.slice(mark).find((e) => e.type === 'turn/end')?.data.reason;
       const delivered = rig.requests.flatMap(stepMessages).filter((m) => !isClockMessage(m));
-      const quarantined = service ? service.counts().quarantined : 0;
+      const counts = service ? { ...service.counts() } : { repaired: 0, quarantined: 0, observed: 0 };
       service?.reset();
       outcomes.push({
         case: c.index,
         variant: c.variant,
+        plain: plainUsable(c),
         turn: reason?.kind,
         error: reason?.error?.message,
+        delivered: delivered.length,
         nonMessagesToModel: delivered.filter((m) => !isUsable(m)).map(fingerprint),
-        quarantined,
+        quarantined: counts.quarantined,
+        observed: counts.observed,
       });
       if (agent.inbox.hasPending) agent.inbox.clear();
     }
@@ -796,33 +817,62 @@ function tallyBy(list, key) {
   return out;
 }
 
+/** Outcomes that break "no value kills the turn or reaches the model as a non-message". */
+const harmed = (outcomes) => outcomes.filter((o) => o.turn !== 'completed' || o.nonMessagesToModel.length > 0);
+
 test('control: a message-shaped hostile value from a plugin\'s claim fails the turn at the host\'s durable write', async (t) => {
-  const outcomes = await runOneByOne(shapedHostileCases(), false);
+  const outcomes = await runOneByOne(shapedHostileCases(), undefined);
   t.diagnostic(`${outcomes.length} message-shaped hostile values, one per turn: ${JSON.stringify(tallyBy(outcomes, 'variant'))}`);
   assert.deepEqual(outcomes.filter((o) => o.turn !== 'error'), [], 'each one kills its turn without the guard');
 });
 
-test('guarded: a message-shaped hostile value (cycle, throwing accessor, trapping Proxy) is treated as a non-message', {
-  todo: 'the guard checks the four fields only: a cycle, a throwing accessor or a trapping Proxy shaped like a message passes as usable, and the turn fails at the host\'s durable write',
-}, async (t) => {
-  const outcomes = await runOneByOne(shapedHostileCases(), true);
-  const bad = outcomes.filter((o) => o.turn !== 'completed' || o.quarantined !== 1);
-  t.diagnostic(`${outcomes.length} message-shaped hostile values, ${bad.length} not dropped`);
-  assert.deepEqual(bad.slice(0, 4), [], `${bad.length} of ${outcomes.length} not dropped (seed=${SEED}): ${JSON.stringify(tallyBy(bad, 'variant'))}`);
+for (const mode of ['repair', 'quarantine']) {
+  for (const feedAbove of [false, true]) {
+    const where = feedAbove ? 'a feed over the guard\'s claim' : 'a feed under the guard\'s claim';
+    test(`guarded (${mode}, ${where}): a message-shaped hostile value is dropped, or handed on as its usable plain copy`, async (t) => {
+      const outcomes = await runOneByOne(shapedHostileCases(), mode, { feedAbove });
+      const bad = harmed(outcomes);
+      // Dropped exactly when it has no usable plain copy; otherwise the copy reached the model.
+      const misjudged = outcomes.filter((o) => o.quarantined !== (o.plain ? 0 : 1) || (o.plain && o.delivered !== 2));
+      t.diagnostic(`${outcomes.length} values: ${outcomes.filter((o) => !o.plain).length} without a usable plain copy, dropped; ${bad.length} harmed a turn`);
+      assert.deepEqual(bad.slice(0, 4), [], `${bad.length} of ${outcomes.length} harmed a turn (seed=${SEED}): ${JSON.stringify(tallyBy(bad, 'variant'))}`);
+      assert.deepEqual(misjudged.slice(0, 4), [], `${misjudged.length} misjudged (seed=${SEED})`);
+      assert.ok(outcomes.some((o) => !o.plain) && outcomes.some((o) => o.plain), 'the cases hold both kinds');
+    });
+  }
+}
+
+test('guarded (report): a message-shaped hostile value is left as it is and recorded — the turn fails as without the guard', async (t) => {
+  const outcomes = await runOneByOne(shapedHostileCases(), 'report');
+  const control = await runOneByOne(shapedHostileCases(), undefined);
+  t.diagnostic(`${outcomes.length} values, ${outcomes.filter((o) => o.observed === 1).length} recorded`);
+  assert.deepEqual(outcomes.map((o) => o.turn), control.map((o) => o.turn), 'report mode touches nothing');
+  assert.deepEqual(outcomes.filter((o) => o.observed !== (o.plain ? 0 : 1)).slice(0, 4), [], 'each value with no usable plain copy is one observation');
 });
 
 test('control: a value whose reads disagree, from a plugin\'s claim, fails turns or reaches the model as a non-message', async (t) => {
-  const outcomes = await runOneByOne(chameleonCases(), false);
-  const bad = outcomes.filter((o) => o.turn !== 'completed' || o.nonMessagesToModel.length > 0);
+  const outcomes = await runOneByOne(chameleonCases(), undefined);
+  const bad = harmed(outcomes);
   t.diagnostic(`${outcomes.length} values whose reads disagree, one per turn; ${bad.length} failed a turn or reached the model as non-messages`);
   assert.ok(bad.length > 0);
 });
 
-test('guarded: a value whose reads disagree never fails a turn and never reaches the model as a non-message', {
-  todo: 'the guard validates with reads the host repeats: a getter or Proxy that answers well to the guard and badly afterwards slips through',
-}, async (t) => {
-  const outcomes = await runOneByOne(chameleonCases(), true);
-  const bad = outcomes.filter((o) => o.turn !== 'completed' || o.nonMessagesToModel.length > 0);
-  t.diagnostic(`${outcomes.length} values whose reads disagree, ${bad.length} slipped through`);
-  assert.deepEqual(bad.slice(0, 4), [], `${bad.length} of ${outcomes.length} slipped through (seed=${SEED}): ${JSON.stringify(tallyBy(bad, 'variant'))}`);
+for (const mode of ['repair', 'quarantine']) {
+  for (const feedAbove of [false, true]) {
+    const where = feedAbove ? 'a feed over the guard\'s claim' : 'a feed under the guard\'s claim';
+    test(`guarded (${mode}, ${where}): a value whose reads disagree never fails a turn and never reaches the model as a non-message`, async (t) => {
+      const outcomes = await runOneByOne(chameleonCases(), mode, { feedAbove });
+      const bad = harmed(outcomes);
+      t.diagnostic(`${outcomes.length} values whose reads disagree, ${bad.length} slipped through, ${outcomes.filter((o) => o.quarantined > 0).length} dropped`);
+      assert.deepEqual(bad.slice(0, 4), [], `${bad.length} of ${outcomes.length} slipped through (seed=${SEED}): ${JSON.stringify(tallyBy(bad, 'variant'))}`);
+    });
+  }
+}
+
+test('guarded (report): a value whose reads disagree is neither dropped nor replaced', async () => {
+  // Its own reads change what it answers, so its turn is not compared with the
+  // control's: report mode only promises to touch nothing.
+  const outcomes = await runOneByOne(chameleonCases(), 'report');
+  assert.equal(outcomes.length, CLAIM_PATH_CASES);
+  assert.deepEqual(outcomes.filter((o) => o.quarantined > 0), []);
 });

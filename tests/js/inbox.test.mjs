@@ -22,6 +22,7 @@ import {
   messageText,
   userMessage,
 } from './support/agent-rig.mjs';
+import { tallyOf } from './support/records.mjs';
 
 const GUARD_PACKAGE = 'cordis-plugin-harness-guard';
 const BARE = 'a bare string from a plugin';
@@ -103,9 +104,7 @@ function insertionSeq(agent, value) {
 
 /** counts() must be the tally of violations() by action. */
 function assertCountsMatch(service) {
-  const tally = { repaired: 0, quarantined: 0, observed: 0 };
-  for (const v of service.violations()) tally[v.action] += 1;
-  assert.deepEqual({ ...service.counts() }, tally);
+  assert.deepEqual({ ...service.counts() }, tallyOf(service.violations()));
 }
 
 function assertViolationShape(v, previewChars = 80) {
@@ -524,10 +523,10 @@ test('guarded: report mode touches nothing — the turn fails exactly as without
   assert.ok(violations.some((v) => v.origin === 'claimed'), 'the claimed value is recorded');
   assert.ok(violations.some((v) => v.origin === 'durable'), 'the durable write is recorded');
   assert.ok(violations.every((v) => v.action === 'observed'));
-  const counts = service.counts();
-  assert.equal(counts.repaired, 0);
-  assert.equal(counts.quarantined, 0);
-  assert.ok(counts.observed >= 2);
+  assert.equal(new Set(violations.map((v) => v.valueId)).size, 1, 'every record is marked as the one value');
+  assert.ok(violations.length >= 2, 'each place it was seen is a record');
+  // One value seen at its write, at the claim and at the pre-step entry: one observation.
+  assert.deepEqual({ ...service.counts() }, { repaired: 0, quarantined: 0, observed: 1 });
   assertCountsMatch(service);
 });
 

@@ -1,0 +1,281 @@
+// The guard's life across WebAssembly instances: which instance is current,
+// whether the guard stood down, the mounts it must apply again, and recovery.
+//
+// A fault of the guard (a trap, an exception out of its code) stands it down
+// in JavaScript: every trampoline of the faulted instance forwards from then
+// on, and no call enters that instance again. The instance is replaced at once
+// by a fresh one of the same compiled module (wasm-bindgen's reset), which
+// holds nothing but the backoff timer of the recovery (a gloo `Timeout`, owned
+// by its runtime). When that fires, or a new mount arrives, every live mount is
+// applied again on the fresh instance: the faulted instance's registrations
+// with cordis and the host are disposed (they are held here, per mount), its
+// patches are adopted by the fresh installs (re-pointed, never stacked), and
+// the guard is up. Whether to try again, and after how long, is Rust's rule
+// (`recoveryPlan`); this file only keeps the facts it needs.
+//
+// A mount record is what survives an instance: `{ kind, ctx, config, host,
+// logger, held, gen }` for a plugin mount (`kind: 'plugin'`), or `{ kind:
+// 'inspect', registry, options, host, held, gen }` for a programmatic install.
+
+/** What every part of the boundary reads: the current instance and the guard's state. */
+export const life = {
+  /** Generation of the current instance: bumped by `configure` for each one. */
+  gen: 0,
+  /** Stood down: nothing enters wasm through a trampoline until a recovery. */
+  down: false,
+  /** Recovered too often: down until the process restarts. */
+  gaveUp: false,
+  /** Recoveries so far in this process. */
+  recoveries: 0,
+  /** Monotonic times of the recoveries (the policy counts those in its window). */
+  recent: [],
+  /** `{ point, at }` of the last fault. */
+  lastFault: undefined,
+  /** The current instance's entry points (set by `configure`). */
+  dispatch: undefined,
+  begin: undefined,
+  settle: undefined,
+  tick: undefined,
+  /** The constants of the current instance (set by `configure`). */
+  K: undefined,
+  /** Set by helpers.js: end every flight, drop the deadline timer, flush queued lines. */
+  standDown: () => {},
+}
+
+/** The plugin module's `host.state`: `{ wasm }`, the glue's exports. */
+let shim
+/** Live mount records. */
+const mounts = new Set()
+/** Records opened by the `apply` running now (undone if it faults). */
+let opening
+/** A recovery timer waits in the current instance (it must fire before a reset). */
+let recoveryArmed = false
+/** The current standby instance faulted while its recovery timer waited. */
+let standbyFaulted = false
+
+/** Take the plugin module's state: it enters the guard through `state.enter`. */
+export function bindShim(state) {
+  shim = state
+  state.enter = enter
+  state.life = life
+}
+
+/** A `WebAssembly.RuntimeError` (a trap) or a `RangeError` (wasm stack overflow). */
+const isTrap = (error) => error instanceof WebAssembly.RuntimeError || error instanceof RangeError
+
+/**
+ * Enter the guard from the plugin module at `point` (`apply`: a mount or an
+ * install; `config`: validation only). A mount while the guard is down recovers
+ * first, or refuses when the guard gave up. A trap stands the guard down and
+ * fails the call.
+ */
+function enter(point, call, logger) {
+  if (point === 'apply' && life.down) recover()
+  if (point === 'apply' && life.down) throw stoodDown(life.K?.refusalMessage)
+  const outer = opening
+  opening = point === 'apply' ? [] : outer
+  try {
+    return call()
+  } catch (error) {
+    if (!isTrap(error)) throw error
+    const opened = opening ?? []
+    opening = undefined
+    for (const record of opened) abandon(record)
+    fail(point, error, logger)
+    throw stoodDown(`harness-guard stood down after an internal fault in ${point} (${describe(error)}); nothing was installed`)
+  } finally {
+    opening = outer
+  }
+}
+
+function stoodDown(message = 'harness-guard stood down after an internal fault') {
+  return Object.assign(new Error(message), { code: life.K?.refusalCode ?? 'HARNESS_GUARD_FAILED' })
+}
+
+function describe(error) {
+  try {
+    return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+  } catch {
+    return 'an unprintable error'
+  }
+}
+
+// ---- mount records ------------------------------------------------------------------
+
+/**
+ * Open the record of a mount (`ctx` set) or of a programmatic install. A plugin
+ * mount also gets one effect of its own, generation-free, that closes the record
+ * when cordis disposes the mount (registered first, so it runs last).
+ */
+export function openMount(kind, target, config, host, logger) {
+  const record = { kind, config, host, logger, held: [], gen: life.gen, effect: undefined }
+  if (kind === 'plugin') record.ctx = target
+  else record.registry = target
+  if (kind === 'plugin') {
+    record.effect = target.effect(() => () => close(record), 'harness-guard: mount')
+  }
+  mounts.add(record)
+  opening?.push(record)
+  return record
+}
+
+/** Hold a disposer (a function, or an object with `dispose()`) of what the current instance registered for `record`. */
+export function hold(record, disposer) {
+  if (record.gen === life.gen) record.held.push(disposer)
+}
+
+/** Forget a held disposer (the instance ran it itself). */
+export function release(record, disposer) {
+  const i = record.held.indexOf(disposer)
+  if (i >= 0) record.held.splice(i, 1)
+}
+
+/** The disposer of a programmatic install: closes its record, whichever instance installed it. */
+export function disposerOf(record) {
+  return () => close(record)
+}
+
+function runDisposer(disposer) {
+  try {
+    const result = typeof disposer === 'function' ? disposer() : disposer?.dispose?.()
+    if (result && typeof result.then === 'function') result.then(undefined, () => {})
+  } catch {}
+}
+
+/** The mount went away: run what is held (the live instance's disposers are idempotent), undo stale patches. */
+function close(record) {
+  if (!mounts.delete(record)) return
+  for (const disposer of record.held.splice(0).reverse()) runDisposer(disposer)
+  hooks.unpatchOwner(record)
+  if (mounts.size === 0 && recoveryArmed) cancelRecovery()
+}
+
+/** A mount that failed while it was applied: nothing of it stays. */
+export function abandon(record) {
+  close(record)
+  if (record.effect) runDisposer(record.effect)
+}
+
+/** Set by helpers.js: restore every patch `owner` made that no live instance owns. */
+export const hooks = { unpatchOwner: () => {}, unpatchStale: () => {} }
+
+// ---- failing, and recovering ------------------------------------------------------------
+
+/** The loggers that hear of a fault: the live mounts', else the one of the mount being applied. */
+function loggers(applying) {
+  const live = [...mounts].map((r) => r.logger).filter((l) => l !== undefined)
+  return live.length > 0 ? live : [applying].filter((l) => l !== undefined)
+}
+
+function say(level, text, applying) {
+  const heard = loggers(applying)
+  for (const logger of heard) {
+    try {
+      logger[level](text)
+    } catch {}
+  }
+  return heard.length
+}
+
+/** The fault line also goes where the user of the `dsh` CLI sees it (it prints no cordis log lines). */
+function warnProcess(text) {
+  try {
+    process.emitWarning(`harness-guard: ${text}`, { code: 'HARNESS_GUARD_FAULT' })
+  } catch {}
+}
+
+/**
+ * The guard faulted at `point`: stand down (once), say so once, end what waits,
+ * and replace the faulted instance by a fresh one that plans the recovery.
+ */
+export function fail(point, error, applying) {
+  if (life.down) {
+    // Only the standby instance can fault while the guard is down (it runs no guard
+    // code): its recovery timer must fire before that instance is replaced.
+    standbyFaulted = recoveryArmed
+    if (!recoveryArmed) replaceAndPlan(applying)
+    return
+  }
+  life.down = true
+  life.lastFault = { point, at: Date.now() }
+  try {
+    life.standDown()
+  } catch {}
+  const text = `${life.K?.failedLine ?? 'stood down after an internal fault'} (in ${point}: ${describe(error)})`
+  say('error', text, applying)
+  warnProcess(text)
+  replaceAndPlan(applying)
+}
+
+/** A fresh instance, asked whether and when to recover. */
+function replaceAndPlan(applying) {
+  recoveryArmed = false
+  standbyFaulted = false
+  try {
+    shim.wasm.__wbg_reset_state()
+    const [giveUp, delayMs] = shim.wasm.recoveryPlan(Float64Array.from(life.recent), performance.now())
+    if (giveUp) {
+      life.gaveUp = true
+      const text = life.K?.gaveUpLine ?? 'gave up recovering'
+      say('error', text, applying)
+      warnProcess(text)
+    } else if (mounts.size > 0) {
+      shim.wasm.scheduleRecovery(delayMs)
+      recoveryArmed = true
+    }
+  } catch (error) {
+    // The fresh instance failed at once: nothing more can be tried.
+    life.gaveUp = true
+    say('error', `could not start a fresh instance (${describe(error)}); it stays down until the process restarts`, applying)
+  }
+}
+
+function cancelRecovery() {
+  if (!recoveryArmed || standbyFaulted) return
+  recoveryArmed = false
+  try {
+    shim.wasm.cancelRecovery()
+  } catch {}
+}
+
+/**
+ * Apply every live mount again, on the fresh instance. Called by the recovery
+ * timer, or by a new mount while the guard is down.
+ */
+export function recover() {
+  if (!life.down || life.gaveUp) return
+  if (standbyFaulted) {
+    // This call comes from the faulted standby's timer: replace it first.
+    replaceAndPlan()
+    if (life.gaveUp) return
+  }
+  cancelRecovery()
+  life.down = false
+  life.recoveries += 1
+  life.recent.push(performance.now())
+  for (const record of [...mounts]) {
+    for (const disposer of record.held.splice(0).reverse()) runDisposer(disposer)
+    record.gen = life.gen
+    try {
+      shim.wasm.reapply(record)
+    } catch (error) {
+      if (isTrap(error)) {
+        fail('apply', error)
+        return
+      }
+      say('error', `a mount could not be applied again after the fault: ${describe(error)}`)
+    }
+    if (life.down) return
+  }
+  hooks.unpatchStale()
+  say('info', `${life.K?.recoveredLine ?? 'recovered'} (recovery ${life.recoveries}, after a fault in ${life.lastFault?.point})`)
+}
+
+/** What `status` tells of faults: recoveries so far, the last fault, and whether the guard gave up. */
+export function faultFacts() {
+  return {
+    recoveries: life.recoveries,
+    ...(life.lastFault === undefined ? {} : { lastFault: { ...life.lastFault } }),
+    ...(life.gaveUp ? { gaveUp: true } : {}),
+  }
+}

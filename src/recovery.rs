@@ -1,0 +1,108 @@
+//! When the guard tries again after a fault of its own, on plain types.
+//!
+//! After a fault the guard stands down and a fresh WebAssembly instance waits to
+//! take over. Like an Erlang/OTP supervisor restarting a failed child with a
+//! bounded intensity, it recovers at most [`MAX_RECOVERIES`] times in any
+//! [`WINDOW_MS`]; past that it stays down until the process restarts. Each
+//! recovery waits a backoff that doubles with the recoveries already in the
+//! window, from [`FIRST_BACKOFF_MS`] up to [`MAX_BACKOFF_MS`] (like Envoy's
+//! `FAIL_RELOAD` with its reload backoff).
+//!
+//! The times are the host's monotonic clock in milliseconds; the JavaScript side
+//! keeps them across instances (an instance's memory does not survive a fault).
+
+/// Recoveries allowed in one window.
+pub const MAX_RECOVERIES: usize = 5;
+/// The window, in ms: ten minutes.
+pub const WINDOW_MS: f64 = 600_000.0;
+/// The backoff before the first recovery in a window, in ms.
+pub const FIRST_BACKOFF_MS: f64 = 1_000.0;
+/// The longest backoff, in ms.
+pub const MAX_BACKOFF_MS: f64 = 60_000.0;
+
+/// What to do after a fault.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Plan {
+    /// Recover after this many ms.
+    Retry {
+        /// The backoff.
+        after_ms: f64,
+    },
+    /// The guard recovered [`MAX_RECOVERIES`] times within the window: stay down.
+    GiveUp,
+}
+
+/// The plan after a fault at `now`, given the times of the recoveries so far.
+pub fn plan(recoveries: &[f64], now: f64) -> Plan {
+    let in_window = recoveries
+        .iter()
+        .filter(|&&at| at.is_finite() && now - at < WINDOW_MS)
+        .count();
+    if in_window >= MAX_RECOVERIES {
+        return Plan::GiveUp;
+    }
+    // At most MAX_RECOVERIES - 1 doublings: the exponent is small.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+    let doublings = in_window as i32;
+    Plan::Retry {
+        after_ms: (FIRST_BACKOFF_MS * 2f64.powi(doublings)).min(MAX_BACKOFF_MS),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_fault_waits_a_second() {
+        assert_eq!(plan(&[], 0.0), Plan::Retry { after_ms: 1000.0 });
+    }
+
+    #[test]
+    fn the_backoff_doubles_with_recoveries_in_the_window() {
+        let mut recoveries = Vec::new();
+        let mut waits = Vec::new();
+        let mut now = 0.0;
+        while let Plan::Retry { after_ms } = plan(&recoveries, now) {
+            waits.push(after_ms);
+            now += after_ms;
+            recoveries.push(now);
+            now += 10.0;
+        }
+        assert_eq!(waits, [1000.0, 2000.0, 4000.0, 8000.0, 16000.0]);
+        assert_eq!(recoveries.len(), MAX_RECOVERIES);
+    }
+
+    #[test]
+    fn recoveries_older_than_the_window_do_not_count() {
+        let recoveries = [0.0, 1.0, 2.0, 3.0, 4.0];
+        assert_eq!(plan(&recoveries, 599_999.0), Plan::GiveUp);
+        assert_eq!(
+            plan(&recoveries, 600_004.0),
+            Plan::Retry { after_ms: 1000.0 }
+        );
+        assert_eq!(
+            plan(&recoveries, 600_002.5),
+            Plan::Retry { after_ms: 4000.0 },
+            "two of five fell out of the window"
+        );
+    }
+
+    #[test]
+    fn the_backoff_never_exceeds_its_cap() {
+        // Four recent recoveries, each backoff below the cap; the cap itself holds
+        // for any count the bound allows.
+        for n in 0..MAX_RECOVERIES {
+            let recoveries = vec![0.0; n];
+            match plan(&recoveries, 1.0) {
+                Plan::Retry { after_ms } => assert!(after_ms <= MAX_BACKOFF_MS),
+                Plan::GiveUp => panic!("gave up after {n}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unreadable_times_are_not_recoveries() {
+        assert_eq!(plan(&[f64::NAN; 5], 0.0), Plan::Retry { after_ms: 1000.0 });
+    }
+}

@@ -1,0 +1,293 @@
+//! Which sightings of a bad inbox entry are the same value, on plain types.
+//!
+//! The guard meets one bad value up to four times: at its durable write (the
+//! `session/event` observer), while it is pending (the pre-step sweep, once per
+//! step), when it is claimed (the claim wrapper), and in the claimed batch at the
+//! guard's pre-step entry. A record is written each time (the places differ), but
+//! `counts().observed` counts values: a sighting of a value seen before is an
+//! [`Seen::Again`], marked with the first sighting's value id.
+//!
+//! Values are told apart by a fingerprint (their kind and the head of their
+//! rendering, what a preview is made of) within their session, and followed as
+//! the inbox moves them: written → pending → claimed. Two equal values pending at
+//! once are two values (the multiset keeps both). What a session holds is
+//! bounded ([`MAX_TRACKED`] values across sessions; the oldest session makes
+//! way), so a session that ends with values pending costs nothing for long.
+
+use std::collections::{HashMap, VecDeque};
+
+/// What a value is told apart by: its kind and the head of its rendering.
+pub type Fingerprint = String;
+
+/// Values followed at once, across sessions.
+pub const MAX_TRACKED: usize = 4096;
+
+/// A sighting of a bad value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// A value not seen before, with its new id.
+    New(u64),
+    /// The value with this id, seen before.
+    Again(u64),
+}
+
+impl Seen {
+    /// The value's id.
+    pub const fn id(self) -> u64 {
+        match self {
+            Seen::New(id) | Seen::Again(id) => id,
+        }
+    }
+
+    /// Whether this is the first sighting of the value.
+    pub const fn is_new(self) -> bool {
+        matches!(self, Seen::New(_))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    /// Values written or seen pending, not claimed yet.
+    pending: HashMap<Fingerprint, VecDeque<u64>>,
+    /// The bad values of the last claimed batch.
+    claimed: HashMap<Fingerprint, VecDeque<u64>>,
+    /// When the session was last touched (for making way).
+    touched: u64,
+}
+
+impl Session {
+    fn len(&self) -> usize {
+        self.pending.values().map(VecDeque::len).sum::<usize>()
+            + self.claimed.values().map(VecDeque::len).sum::<usize>()
+    }
+}
+
+/// The values followed per session.
+#[derive(Debug, Default)]
+pub struct Sightings {
+    sessions: HashMap<String, Session>,
+    next_id: u64,
+    clock: u64,
+}
+
+fn take(map: &mut HashMap<Fingerprint, VecDeque<u64>>, fp: &str) -> Option<u64> {
+    let ids = map.get_mut(fp)?;
+    let id = ids.pop_front();
+    if ids.is_empty() {
+        map.remove(fp);
+    }
+    id
+}
+
+impl Sightings {
+    /// A new, empty tracker.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn fresh(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn session(&mut self, session: &str) -> &mut Session {
+        self.clock += 1;
+        let clock = self.clock;
+        let entry = self.sessions.entry(session.to_owned()).or_default();
+        entry.touched = clock;
+        entry
+    }
+
+    /// Values followed now, across sessions.
+    pub fn tracked(&self) -> usize {
+        self.sessions.values().map(Session::len).sum()
+    }
+
+    /// Keep within [`MAX_TRACKED`]: the least recently touched sessions make way.
+    fn bound(&mut self) {
+        while self.tracked() > MAX_TRACKED {
+            let Some(oldest) = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, s)| s.touched)
+                .map(|(k, _)| k.clone())
+            else {
+                return;
+            };
+            self.sessions.remove(&oldest);
+        }
+        self.sessions.retain(|_, s| s.len() > 0);
+    }
+
+    /// A bad value's durable write: always a new value, now pending.
+    pub fn written(&mut self, session: &str, fp: Fingerprint) -> Seen {
+        let id = self.fresh();
+        self.session(session)
+            .pending
+            .entry(fp)
+            .or_default()
+            .push_back(id);
+        self.bound();
+        Seen::New(id)
+    }
+
+    /// One sweep of a session's pending lists: `found` is every bad value pending
+    /// now, each with whether it stays pending after the sweep (it was not
+    /// repaired or dropped). Values followed as pending but not found left the
+    /// lists some other way, and are forgotten.
+    pub fn swept(&mut self, session: &str, found: &[(Fingerprint, bool)]) -> Vec<Seen> {
+        let mut before = std::mem::take(&mut self.session(session).pending);
+        let mut seen = Vec::with_capacity(found.len());
+        let mut after: HashMap<Fingerprint, VecDeque<u64>> = HashMap::new();
+        for (fp, stays) in found {
+            let sighting = match take(&mut before, fp) {
+                Some(id) => Seen::Again(id),
+                None => Seen::New(self.fresh()),
+            };
+            if *stays {
+                after
+                    .entry(fp.clone())
+                    .or_default()
+                    .push_back(sighting.id());
+            }
+            seen.push(sighting);
+        }
+        self.session(session).pending = after;
+        self.bound();
+        seen
+    }
+
+    /// A batch claimed: `found` is its bad values, in order. `by_claim`: seen by
+    /// the claim wrapper (the values leave the pending lists, and become the
+    /// session's last claimed batch); else seen in the claimed batch at the
+    /// pre-step entry (a value of the last claimed batch is seen again).
+    pub fn claimed(&mut self, session: &str, found: &[Fingerprint], by_claim: bool) -> Vec<Seen> {
+        let mut seen = Vec::with_capacity(found.len());
+        let mut batch: HashMap<Fingerprint, VecDeque<u64>> = HashMap::new();
+        for fp in found {
+            let s = self.session(session);
+            let again = if by_claim {
+                take(&mut s.pending, fp)
+            } else {
+                take(&mut s.claimed, fp).or_else(|| take(&mut s.pending, fp))
+            };
+            let sighting = match again {
+                Some(id) => Seen::Again(id),
+                None => Seen::New(self.fresh()),
+            };
+            batch
+                .entry(fp.clone())
+                .or_default()
+                .push_back(sighting.id());
+            seen.push(sighting);
+        }
+        if by_claim {
+            self.session(session).claimed = batch;
+        }
+        self.bound();
+        seen
+    }
+
+    /// Forget every value (the records were reset).
+    pub fn reset(&mut self) {
+        self.sessions.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(s: &str) -> Fingerprint {
+        s.to_owned()
+    }
+
+    #[test]
+    fn a_value_written_swept_claimed_and_seen_at_pre_step_is_one_value() {
+        let mut t = Sightings::new();
+        let first = t.written("s", fp("string:a bare string"));
+        assert!(first.is_new());
+        let swept = t.swept("s", &[(fp("string:a bare string"), true)]);
+        assert_eq!(swept, [Seen::Again(first.id())]);
+        let swept = t.swept("s", &[(fp("string:a bare string"), true)]);
+        assert_eq!(swept, [Seen::Again(first.id())], "a second step's sweep");
+        let claimed = t.claimed("s", &[fp("string:a bare string")], true);
+        assert_eq!(claimed, [Seen::Again(first.id())]);
+        let at_entry = t.claimed("s", &[fp("string:a bare string")], false);
+        assert_eq!(at_entry, [Seen::Again(first.id())]);
+        assert_eq!(
+            t.tracked(),
+            0,
+            "nothing is followed once the value was seen at the entry"
+        );
+    }
+
+    #[test]
+    fn two_equal_values_are_two_values() {
+        let mut t = Sightings::new();
+        let a = t.written("s", fp("x"));
+        let b = t.written("s", fp("x"));
+        assert_ne!(a.id(), b.id());
+        let claimed = t.claimed("s", &[fp("x"), fp("x"), fp("x")], true);
+        assert_eq!(claimed[0], Seen::Again(a.id()));
+        assert_eq!(claimed[1], Seen::Again(b.id()));
+        assert!(
+            claimed[2].is_new(),
+            "a third one never went through the inbox"
+        );
+    }
+
+    #[test]
+    fn sessions_are_kept_apart() {
+        let mut t = Sightings::new();
+        let a = t.written("s1", fp("x"));
+        let other = t.claimed("s2", &[fp("x")], true);
+        assert!(other[0].is_new());
+        let same = t.claimed("s1", &[fp("x")], true);
+        assert_eq!(same, [Seen::Again(a.id())]);
+    }
+
+    #[test]
+    fn a_value_repaired_while_pending_leaves_the_pending_lists() {
+        let mut t = Sightings::new();
+        let a = t.written("s", fp("x"));
+        assert_eq!(t.swept("s", &[(fp("x"), false)]), [Seen::Again(a.id())]);
+        assert!(
+            t.claimed("s", &[fp("x")], true)[0].is_new(),
+            "a later one is new"
+        );
+    }
+
+    #[test]
+    fn a_value_that_left_the_lists_otherwise_is_forgotten() {
+        let mut t = Sightings::new();
+        t.written("s", fp("x"));
+        assert_eq!(t.swept("s", &[]), []);
+        assert_eq!(t.tracked(), 0);
+    }
+
+    #[test]
+    fn the_last_claimed_batch_is_replaced_by_the_next() {
+        let mut t = Sightings::new();
+        let a = t.claimed("s", &[fp("x")], true)[0];
+        assert!(a.is_new());
+        let b = t.claimed("s", &[fp("y")], true)[0];
+        assert!(b.is_new());
+        assert!(
+            t.claimed("s", &[fp("x")], false)[0].is_new(),
+            "x's batch is gone"
+        );
+        assert_eq!(t.claimed("s", &[fp("y")], false), [Seen::Again(b.id())]);
+    }
+
+    #[test]
+    fn what_is_followed_stays_bounded() {
+        let mut t = Sightings::new();
+        for i in 0..(MAX_TRACKED + 500) {
+            t.written(&format!("s{}", i % 600), fp("x"));
+        }
+        assert!(t.tracked() <= MAX_TRACKED);
+        t.reset();
+        assert_eq!(t.tracked(), 0);
+    }
+}
