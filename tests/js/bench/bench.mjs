@@ -18,6 +18,7 @@
 // guard in section 2, seed-inbox-guard.mjs), nl (a diagnostic of section 2:
 // no guard, one no-op session/event listener).
 
+import { createHash } from 'node:crypto'
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -141,6 +142,26 @@ async function loadPackage() {
   }
 }
 const wasmBytes = () => wasmInstance?.exports.memory?.buffer.byteLength ?? NaN
+
+/**
+ * A hash of every file of the installed package. Child processes import it
+ * afresh, so a package rebuilt and reinstalled while the benchmark runs (by
+ * someone else's `make`) would mix two builds in one table: the run compares
+ * this at its start and its end, and writes nothing if it changed.
+ */
+function packageFingerprint() {
+  const dir = path.dirname(fileURLToPath(import.meta.resolve(PACKAGE)))
+  const hash = createHash('sha1')
+  const walk = (d) => {
+    for (const entry of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const file = path.join(d, entry.name)
+      if (entry.isDirectory()) walk(file)
+      else hash.update(`${path.relative(dir, file)}\0`).update(readFileSync(file))
+    }
+  }
+  walk(dir)
+  return hash.digest('hex')
+}
 
 // ---- hosts ------------------------------------------------------------------------
 
@@ -846,6 +867,7 @@ if (PROFILE) {
 // ---- main ---------------------------------------------------------------------------------
 
 const started = performance.now()
+const fingerprint = packageFingerprint()
 const pkg = await loadPackage()
 console.log(`harness-guard benchmark${QUICK ? ' (--quick: smoke run, BENCHMARKS.md not written)' : PARTIAL ? ' (a partial run: BENCHMARKS.md not written)' : ''}: Node ${process.version}, ${os.cpus().length} cores`)
 
@@ -938,6 +960,10 @@ if (runs(5)) {
 }
 
 await selfCheck(pkg) // again: the install must not have changed under the run
+if (packageFingerprint() !== fingerprint) {
+  console.error(`the installed ${PACKAGE} changed while the benchmark ran (rebuilt or reinstalled): its figures would mix two builds, so nothing is written. Run again once the package stays put.`)
+  process.exit(1)
+}
 
 // ---- the table ----------------------------------------------------------------------------
 
