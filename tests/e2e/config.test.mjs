@@ -46,7 +46,7 @@ const webArgs = ['--profile', 'web', '--patch', HMR_OVERLAY, '--no-open', '--hos
 test('(6) an invalid config stops `dsh web` at boot with the field named on stderr', async (t) => {
   const home = await prepareHome({ label: 'invalid-web', profile: 'web', guard: true, guardConfig: INVALID })
   try {
-    const run = await runDsh(webArgs, { home: home.home, cwd: home.work, timeoutMs: 60_000 })
+    const run = await runDsh(webArgs, { home: home.home, cwd: home.work, timeoutMs: 30_000 })
     t.diagnostic(`exit ${run.code} after ${run.ms} ms; stdout ${JSON.stringify(run.stdout)}`)
     t.diagnostic(run.stderr.split('\n').filter(l => /^Error|invalid/.test(l.trim())).slice(0, 3).join('\n'))
     // The web server's own subtree may come up and print its URL first; the

@@ -51,7 +51,7 @@ async function assertHangsUntilCancelled({ api, model, page, sessionId, prompt, 
 /** The newest event seq of a session (to look at what comes after it). */
 const lastSeq = async (api, sessionId) => Math.max(-1, ...(await eventsOf(api, sessionId)).map(e => e.seq))
 
-test('(1) the web hang ends at the deadline and the model is told what to do instead', async () => {
+test('(1) the web hang ends at the deadline and the model is told what to do instead', async (t) => {
   await withWeb({ label: 'deadline', guard: true, guardConfig: deadlineConfig, respond: byPrompt(plans) }, async ({ home, model, api }) => {
     const page = await openPage(api, { mode: 'silent' })
     try {
@@ -60,6 +60,7 @@ test('(1) the web hang ends at the deadline and the model is told what to do ins
       await api.prompt(sessionId, QUERY)
       const seen = await model.waitFor(stepRequest(QUERY, 1), DEADLINE_MS + 7_000)
       const elapsed = seen.at - t0
+      t.diagnostic(`the model's tool result, ${elapsed} ms after the prompt: ${toolText(seen)}`)
       assert.equal(page.queries.length, 1, 'the page was asked')
       assert.equal(toolText(seen), deadlineMessage('Theme', 'tokens', DEADLINE_MS))
       assert.ok(elapsed >= DEADLINE_MS - 100, `the tool result came after ${elapsed} ms, before the ${DEADLINE_MS} ms deadline`)
@@ -89,7 +90,7 @@ test('(1) control: without the guard the same query hangs until session.cancel',
 
 const REFUSAL = { reason: 'provider-error', message: 'E2E page: the Theme provider threw: tokens are not loaded yet' }
 
-test('(2) a page refusal reaches the model with the page\'s reason and message (default config)', async () => {
+test('(2) a page refusal reaches the model with the page\'s reason and message (default config)', async (t) => {
   await withWeb({ label: 'refusal', guard: true, respond: byPrompt(plans) }, async ({ home, model, api }) => {
     const page = await openPage(api, { mode: 'refuse', refusal: REFUSAL })
     try {
@@ -98,6 +99,7 @@ test('(2) a page refusal reaches the model with the page\'s reason and message (
       await api.prompt(sessionId, QUERY)
       const seen = await model.waitFor(stepRequest(QUERY, 1), 10_000)
       const text = toolText(seen)
+      t.diagnostic(`the model's tool result, ${seen.at - t0} ms after the prompt: ${text}`)
       assert.deepEqual(page.acks, [{ accepted: false }], 'the registry turned the refusal away, as it does without the guard')
       assert.match(text, /^Error: /)
       assert.ok(text.includes(REFUSAL.reason), `the model sees the reason: ${text}`)
@@ -202,6 +204,7 @@ test('(7) /harness-guard in dsh web answers without a model turn and counts the 
       assert.ok(executed, '/harness-guard is a known command in this session')
       assert.equal(executed.result.kind, 'success')
       const text = executed.result.text ?? ''
+      t.diagnostic(`/${GUARD_ID} → ${executed.result.kind}:\n${text}`)
       assert.match(text, /harness-guard/)
       assert.match(text, /deadline\D{0,40}1\b/i, `the deadline is counted: ${text}`)
       assert.equal(model.requests.length, before, 'the command ran no model turn')

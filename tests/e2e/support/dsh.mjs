@@ -43,12 +43,19 @@ function killGroup(child, signal) {
   try { process.kill(-child.pid, signal) } catch {}
 }
 
-/** End every child still running (process groups, by id). */
+const homes = new Set()
+
+/** End every child still running (process groups, by id) and remove every temp home left. */
 export function stopAll() {
   for (const child of children) killGroup(child, 'SIGKILL')
   children.clear()
+  for (const root of homes) rmSync(root, { recursive: true, force: true })
+  homes.clear()
 }
 process.once('exit', stopAll)
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]]) {
+  process.once(signal, () => { stopAll(); process.exit(code) })
+}
 
 /** The environment a `dsh` child gets: the parent's without its DSH_ and DEEPSEEK_ variables, plus what the suite sets. */
 export function dshEnv({ home, modelUrl, extra = {} }) {
@@ -96,6 +103,7 @@ export function runDsh(args, { home, modelUrl, cwd, timeoutMs = 60_000, env: ext
  */
 export function makeHome(label = 'e2e') {
   const root = mkdtempSync(join(tmpdir(), `hg-${label}-`))
+  homes.add(root)
   const home = join(root, 'dsh-home')
   const work = join(root, 'work')
   mkdirSync(home, { recursive: true })
@@ -141,7 +149,7 @@ export function makeHome(label = 'e2e') {
       if (!existsSync(h.logFile)) return []
       return readFileSync(h.logFile, 'utf8').split('\n').filter(Boolean).map(l => JSON.parse(l))
     },
-    remove() { rmSync(root, { recursive: true, force: true }) },
+    remove() { rmSync(root, { recursive: true, force: true }); homes.delete(root) },
   }
   return h
 }
