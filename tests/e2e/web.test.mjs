@@ -168,13 +168,14 @@ test('(4) after a deadline the model asks HarnessGuard and reads kind "deadline"
   })
 })
 
-test('(4) control: without the guard there is no HarnessGuard provider to ask', async () => {
+test('(4) control: without the guard there is no HarnessGuard provider to ask', async (t) => {
   const ASK_ONLY = 'E2E: ask HarnessGuard for its reports'
   await withWeb({ label: 'reports-ctl', guard: false, respond: byPrompt({ [ASK_ONLY]: [guardReports] }) }, async ({ home, model, api }) => {
     const sessionId = await newSession(api, home)
     await api.prompt(sessionId, ASK_ONLY)
     const seen = await model.waitFor(stepRequest(ASK_ONLY, 1), 10_000)
     const text = toolText(seen)
+    t.diagnostic(`the model's tool result: ${text}`)
     assert.match(text, /^Error: /)
     assert.match(text, /HarnessGuard/)
     assert.doesNotMatch(text, /"kind"/)
