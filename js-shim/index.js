@@ -41,9 +41,18 @@ if (inner) {
   } } })
 }
 
+/** The mount's cordis logger, for a fault inside `apply` itself. */
+function loggerOf(ctx) {
+  try {
+    return ctx.logger(name)
+  } catch {
+    return undefined
+  }
+}
+
 /** Mount both halves; `config` may be omitted. Throws, installing nothing, on an invalid config. */
 export function apply(ctx, config) {
-  guarded('apply', () => wasm.apply(ctx, config, host), { error: (text) => ctx.logger(name).error(text) })
+  guarded('apply', () => wasm.apply(ctx, config, host), loggerOf(ctx))
 }
 
 export default { name, inject, Config, apply }

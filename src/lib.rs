@@ -122,6 +122,14 @@ mod exports {
         interop::in_flight()
     }
 
+    /// Fault-injection builds only: move the recovery policy's clock on by `ms`,
+    /// so a test can recover more often than the policy's window allows.
+    #[cfg(feature = "fault-injection")]
+    #[wasm_bindgen(js_name = skewClock)]
+    pub fn skew_clock(ms: f64) {
+        interop::skew_clock(ms);
+    }
+
     /// Fault-injection builds only: the next entry into wasm at `point` traps.
     #[cfg(feature = "fault-injection")]
     #[wasm_bindgen(js_name = injectFault)]

@@ -120,7 +120,7 @@ function copy(value) {
   }
   if (out !== null && typeof out === 'object' && Object.hasOwn(out, life.K.failedKey)) {
     Object.assign(out, faultFacts())
-    if (life.gaveUp) out[life.K.failedKey] = life.K.gaveUpLine
+    if (life.gaveUp) out[life.K.failedKey] = `${life.K.failedLine}; ${life.K.gaveUpLine}`
   }
   return out
 }

@@ -121,6 +121,15 @@ extern "C" {
     #[wasm_bindgen(js_name = faultFacts)]
     fn fault_facts() -> JsValue;
     fn recover();
+    #[cfg(feature = "fault-injection")]
+    #[wasm_bindgen(js_name = skewClock)]
+    fn skew_clock_js(ms: f64);
+}
+
+/// Fault-injection builds only: move the recovery policy's clock on by `ms`.
+#[cfg(feature = "fault-injection")]
+pub fn skew_clock(ms: f64) {
+    skew_clock_js(ms);
 }
 
 #[wasm_bindgen]

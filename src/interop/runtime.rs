@@ -200,6 +200,7 @@ struct Constants {
     failed_code: &'static str,
     failed_message: String,
     failed_line: &'static str,
+    recovers_line: &'static str,
     gave_up_line: &'static str,
     recovered_line: &'static str,
     refusal_code: &'static str,
@@ -259,10 +260,10 @@ impl Runtime {
                 failed_code: Error::GuardFailed.code(),
                 failed_message: Error::GuardFailed.to_string(),
                 failed_line: "harness-guard stood down after an internal fault: every wrapper now forwards to the \
-                              method it replaced and waiting client queries were cancelled; it recovers on a fresh \
-                              instance after a backoff",
-                gave_up_line: "harness-guard recovered 5 times in 10 minutes and faulted again: it stays down \
-                               (every wrapper forwards) until the process restarts",
+                              method it replaced and waiting client queries were cancelled",
+                recovers_line: "it recovers on a fresh instance",
+                gave_up_line: "it recovered 5 times in 10 minutes and faulted again, so it stays down (every \
+                               wrapper forwards) until the process restarts",
                 recovered_line: "harness-guard recovered on a fresh instance: both halves are guarding again",
                 refusal_code: Error::StoodDown.code(),
                 refusal_message: "harness-guard recovered 5 times in 10 minutes and faulted again: it is not \

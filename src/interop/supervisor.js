@@ -42,12 +42,24 @@ export const life = {
   standDown: () => {},
 }
 
+/** Longer than the policy's window (src/recovery.rs): recoveries older than this are forgotten. */
+const RECENT_MS = 3_600_000
+
 /** The plugin module's `host.state`: `{ wasm }`, the glue's exports. */
 let shim
 /** Live mount records. */
 const mounts = new Set()
 /** Records opened by the `apply` running now (undone if it faults). */
 let opening
+/** The recovery policy's clock: monotonic ms (a test of the fault build may move it on). */
+let skew = 0
+const now = () => performance.now() + skew
+
+/** Move the recovery policy's clock on by `ms` (the fault-injection build's `skewClock`). */
+export function skewClock(ms) {
+  skew += ms
+}
+
 /** A recovery timer waits in the current instance (it must fire before a reset). */
 let recoveryArmed = false
 /** The current standby instance faulted while its recovery timer waited. */
@@ -70,7 +82,7 @@ const isTrap = (error) => error instanceof WebAssembly.RuntimeError || error ins
  * fails the call.
  */
 function enter(point, call, logger) {
-  if (point === 'apply' && life.down) recover()
+  if (point === 'apply' && life.down) recover(logger)
   if (point === 'apply' && life.down) throw stoodDown(life.K?.refusalMessage)
   const outer = opening
   opening = point === 'apply' ? [] : outer
@@ -180,13 +192,14 @@ function say(level, text, applying) {
 /** The fault line also goes where the user of the `dsh` CLI sees it (it prints no cordis log lines). */
 function warnProcess(text) {
   try {
-    process.emitWarning(`harness-guard: ${text}`, { code: 'HARNESS_GUARD_FAULT' })
+    process.emitWarning(text, { code: 'HARNESS_GUARD_FAULT' })
   } catch {}
 }
 
 /**
- * The guard faulted at `point`: stand down (once), say so once, end what waits,
- * and replace the faulted instance by a fresh one that plans the recovery.
+ * The guard faulted at `point`: stand down (once), end what waits, replace the
+ * faulted instance by a fresh one that plans the recovery, and say so once:
+ * through the cordis logger, and as a process warning.
  */
 export function fail(point, error, applying) {
   if (life.down) {
@@ -201,32 +214,35 @@ export function fail(point, error, applying) {
   try {
     life.standDown()
   } catch {}
-  const text = `${life.K?.failedLine ?? 'stood down after an internal fault'} (in ${point}: ${describe(error)})`
+  const K = life.K
+  const outcome = replaceAndPlan(applying)
+  const text = `${K?.failedLine ?? 'harness-guard stood down after an internal fault'} (in ${point}: ${describe(error)}); ${outcome}`
   say('error', text, applying)
   warnProcess(text)
-  replaceAndPlan(applying)
 }
 
-/** A fresh instance, asked whether and when to recover. */
+/** A fresh instance, asked whether and when to recover; returns what happens next, in words. */
 function replaceAndPlan(applying) {
   recoveryArmed = false
   standbyFaulted = false
   try {
     shim.wasm.__wbg_reset_state()
-    const [giveUp, delayMs] = shim.wasm.recoveryPlan(Float64Array.from(life.recent), performance.now())
+    const [giveUp, delayMs] = shim.wasm.recoveryPlan(Float64Array.from(life.recent), now())
     if (giveUp) {
       life.gaveUp = true
-      const text = life.K?.gaveUpLine ?? 'gave up recovering'
-      say('error', text, applying)
-      warnProcess(text)
-    } else if (mounts.size > 0) {
+      return life.K.gaveUpLine
+    }
+    if (mounts.size > 0) {
       shim.wasm.scheduleRecovery(delayMs)
       recoveryArmed = true
     }
+    return `${life.K.recoversLine} in ${delayMs / 1000} s, or as soon as it is mounted again`
   } catch (error) {
     // The fresh instance failed at once: nothing more can be tried.
     life.gaveUp = true
-    say('error', `could not start a fresh instance (${describe(error)}); it stays down until the process restarts`, applying)
+    const text = `harness-guard could not start a fresh instance (${describe(error)}); it stays down until the process restarts`
+    say('error', text, applying)
+    return text
   }
 }
 
@@ -240,19 +256,21 @@ function cancelRecovery() {
 
 /**
  * Apply every live mount again, on the fresh instance. Called by the recovery
- * timer, or by a new mount while the guard is down.
+ * timer, or by a new mount while the guard is down (`applying`: its logger).
  */
-export function recover() {
+export function recover(applying) {
   if (!life.down || life.gaveUp) return
   if (standbyFaulted) {
     // This call comes from the faulted standby's timer: replace it first.
-    replaceAndPlan()
+    replaceAndPlan(applying)
     if (life.gaveUp) return
   }
   cancelRecovery()
   life.down = false
   life.recoveries += 1
-  life.recent.push(performance.now())
+  life.recent.push(now())
+  // Only the window's recoveries matter to the policy: older ones are let go.
+  while (life.recent.length > 0 && now() - life.recent[0] > RECENT_MS) life.recent.shift()
   for (const record of [...mounts]) {
     for (const disposer of record.held.splice(0).reverse()) runDisposer(disposer)
     record.gen = life.gen
@@ -260,15 +278,19 @@ export function recover() {
       shim.wasm.reapply(record)
     } catch (error) {
       if (isTrap(error)) {
-        fail('apply', error)
+        fail('apply', error, applying)
         return
       }
-      say('error', `a mount could not be applied again after the fault: ${describe(error)}`)
+      say('error', `harness-guard: a mount could not be applied again after the fault: ${describe(error)}`, applying)
     }
     if (life.down) return
   }
-  hooks.unpatchStale()
-  say('info', `${life.K?.recoveredLine ?? 'recovered'} (recovery ${life.recoveries}, after a fault in ${life.lastFault?.point})`)
+  // Patches no fresh install adopted go back once the injections the mounts asked
+  // for again have run (cordis may start them a turn later).
+  setImmediate(() => {
+    if (!life.down) hooks.unpatchStale()
+  })
+  say('info', `${life.K?.recoveredLine ?? 'recovered'} (recovery ${life.recoveries}, after a fault in ${life.lastFault?.point})`, applying)
 }
 
 /** What `status` tells of faults: recoveries so far, the last fault, and whether the guard gave up. */

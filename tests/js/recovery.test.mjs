@@ -1,0 +1,98 @@
+// Recovery after faults, on the real host: the bound on recoveries, and memory
+// across many fresh instances. Each case runs `fixtures/recovery-case.mjs` in a
+// Node process of its own with the fault-injection build (`harness-guard-faults`,
+// `make pkg-faults`). The control arm of the memory case runs the same mounts and
+// turns with no fault; the per-point recoveries (and their controls) are in
+// faults.test.mjs.
+//
+// Needs Node >= 22 (the agent loop). Run: node --test recovery.test.mjs
+
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/recovery-case.mjs', import.meta.url))
+const CWD = fileURLToPath(new URL('.', import.meta.url))
+const RECOVERIES = 1000
+
+function run(...args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', FIXTURE, ...args], { cwd: CWD, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => { stdout += chunk })
+    child.stderr.on('data', (chunk) => { stderr += chunk })
+    const killer = setTimeout(() => child.kill('SIGKILL'), 120000)
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      clearTimeout(killer)
+      const line = stdout.split('\n').find((l) => l.startsWith('HG_RECOVERY_RESULT '))
+      const tail = `\n--- stdout\n${stdout.slice(-3000)}\n--- stderr\n${stderr.slice(-3000)}`
+      try {
+        assert.equal(signal, null, `not killed${tail}`)
+        assert.equal(code, 0, `exit code${tail}`)
+        assert.ok(line, `printed its result${tail}`)
+      } catch (error) {
+        reject(error)
+        return
+      }
+      resolve({ ...JSON.parse(line.slice('HG_RECOVERY_RESULT '.length)), stderr })
+    })
+  })
+}
+
+/** Least-squares slope of `y` over `x`, over the second half of the samples. */
+function slope(samples, y) {
+  const half = samples.slice(Math.floor(samples.length / 2))
+  const mx = half.reduce((a, s) => a + s.i, 0) / half.length
+  const my = half.reduce((a, s) => a + s[y], 0) / half.length
+  let sxx = 0
+  let sxy = 0
+  for (const s of half) {
+    sxx += (s.i - mx) ** 2
+    sxy += (s.i - mx) * (s[y] - my)
+  }
+  return sxy / sxx
+}
+
+test('a fault that recurs: five recoveries guard again, the sixth fault leaves the guard down, the process up', async () => {
+  const r = await run('bound')
+  assert.deepEqual(r.uncaught, [])
+  assert.deepEqual(r.unhandled, [])
+  assert.deepEqual(r.firstGuarded, { reason: 'completed', repaired: true, sawBare: true }, 'control: guarded, the bare string is repaired')
+  assert.equal(r.recoveries.length, 6)
+  for (const [i, step] of r.recoveries.slice(0, 5).entries()) {
+    assert.equal(step.turnAtFault.reason, 'error', `fault ${i + 1}: the turn at the fault runs unguarded (the bare string kills it, as without the guard)`)
+    assert.equal(step.mounted, true, `recovery ${i + 1}: mounted on a fresh instance`)
+    assert.equal(step.recoveries, i + 1)
+    assert.deepEqual(step.guarded, { reason: 'completed', repaired: true, sawBare: true }, `recovery ${i + 1}: the bare string is repaired again`)
+  }
+  const last = r.recoveries[5]
+  assert.equal(last.mounted, false, 'the sixth fault in ten minutes: no recovery')
+  assert.equal(last.error.code, 'HARNESS_GUARD_FAILED')
+  assert.match(last.error.message, /until the process restarts/)
+  assert.equal(r.afterGivingUp.reason, 'error', 'the host runs on, unguarded')
+  assert.equal(r.gaveUpLines.length, 1, `one error line says it stays down: ${JSON.stringify(r.errorLines)}`)
+  assert.match(r.gaveUpLines[0], /stays down .* until the process restarts/)
+  assert.equal(r.warnings.codes.HARNESS_GUARD_FAULT, 6, 'each fault is one process warning too, where the CLI\'s user sees it')
+})
+
+test(`${RECOVERIES} recoveries: memory stays flat and no faulted instance stays alive`, async (t) => {
+  const [guarded, control] = [await run('memory', String(RECOVERIES)), await run('control', String(RECOVERIES))]
+  for (const r of [guarded, control]) {
+    assert.deepEqual(r.uncaught, [])
+    assert.deepEqual(r.unhandled, [])
+    assert.equal(r.refusedAt, undefined, 'every mount after a fault recovered')
+    assert.deepEqual(r.lastTurn, { reason: 'completed', repaired: true, sawBare: true }, 'still guarding at the end')
+  }
+  assert.equal(guarded.status.recoveries, RECOVERIES)
+  assert.equal(guarded.warnings.codes.HARNESS_GUARD_FAULT, RECOVERIES)
+  assert.equal(guarded.instancesMade, RECOVERIES + 1, 'one fresh instance per fault')
+  assert.equal(control.status.recoveries, 0, 'control: no fault, no recovery')
+  assert.equal(control.instancesMade, 1)
+  assert.ok(guarded.samples.every((s) => s.liveInstances <= 2), `faulted instances are collected: ${guarded.samples.map((s) => s.liveInstances)}`)
+  const perRecovery = slope(guarded.samples, 'heapUsed') - slope(control.samples, 'heapUsed')
+  t.diagnostic(`JS heap, second half: ${Math.round(slope(guarded.samples, 'heapUsed'))} B per recovery against ${Math.round(slope(control.samples, 'heapUsed'))} B per fault-free remount; ${guarded.ms} ms for ${RECOVERIES} recoveries`)
+  assert.ok(perRecovery < 1024, `the JS heap grows ${Math.round(perRecovery)} B per recovery beyond the control (budget: under 1 KiB)`)
+})
