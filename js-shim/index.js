@@ -28,15 +28,20 @@ export const Config = Schema.object({
 // The loader validates a candidate config through `Config['~standard'].validate`
 // before it tears the running plugin down: Rust's checks run there first, so an
 // invalid change is refused while the last good tree keeps running.
+// A refused config is also said on stderr (once per refusal), where a `dsh` user
+// sees it: the CLI prints no cordis log lines.
 const inner = Config['~standard']
+let lastRefused
 if (inner) {
   Object.defineProperty(Config, '~standard', { configurable: true, value: { ...inner, validate(value) {
     try {
       guarded('config', () => wasm.parseConfig(value))
     } catch (error) {
       if (error?.code !== 'HARNESS_GUARD_INVALID_CONFIG') throw error
+      if (error.message !== lastRefused) host.warn(`config refused, the running config stays: ${lastRefused = error.message}`)
       return { issues: [{ message: error.message, path: error.field.split('.') }] }
     }
+    lastRefused = undefined
     return inner.validate(value)
   } } })
 }

@@ -690,9 +690,13 @@ fn record(
         },
         violation.value_kind,
         violation.preview,
-        match action {
-            Action::Repair => "repaired into a user message",
-            Action::Drop => "dropped (quarantined)",
+        match (action, place.origin, cx.mode) {
+            (Action::Repair, ..) => "repaired into a user message",
+            (Action::Drop, ..) => "dropped (quarantined)",
+            // The write is committed history: the guard acts when the entry is claimed.
+            (_, "durable", Mode::Repair | Mode::Quarantine) => {
+                "recorded (observed); it is repaired or dropped when the agent claims it"
+            }
             _ => "left as it is (observed)",
         }
     );
