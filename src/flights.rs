@@ -12,7 +12,7 @@
 //! flights in the air, not the number ever flown.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 use crate::error::{Error, Refusal};
 
@@ -74,13 +74,6 @@ fn micros(at: Millis) -> Micros {
 /// rounds delays to whole milliseconds.
 const EARLY_MS: Millis = 1.0;
 
-/// Whether the guard takes a client query: only one that carries a live
-/// `AbortSignal` can be ended through the registry's own abort path, and one
-/// already aborted is the registry's to refuse at once.
-pub const fn admits(is_signal: bool, aborted: bool) -> bool {
-    is_signal && !aborted
-}
-
 /// How a flight ended, when the guard (not the registry) ended it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
@@ -115,12 +108,12 @@ pub struct Query {
     pub grace_ms: u32,
 }
 
+/// One flight. Its request id and asking agent stay on the JavaScript side, which
+/// finds a flight's key by its request id: nothing of it is a string here.
 #[derive(Debug)]
 struct Flight {
     query: Query,
     generation: u32,
-    request_id: Option<String>,
-    agent_id: Option<String>,
     deadline_at: Millis,
     refusal: Option<Refusal>,
     ending: Option<Ending>,
@@ -131,10 +124,6 @@ struct Flight {
 pub struct Landed {
     /// The query.
     pub query: Query,
-    /// The registry's request id, once it was announced.
-    pub request_id: Option<String>,
-    /// The asking agent (session), once it was announced.
-    pub agent_id: Option<String>,
     /// `Some` when the guard ended the flight; `None` when the registry settled it.
     pub ending: Option<Ending>,
 }
@@ -177,7 +166,6 @@ pub struct Flights {
     table: Vec<Option<Flight>>,
     free: Vec<Slot>,
     generations: Vec<u32>,
-    by_request: HashMap<String, Slot>,
     heap: BinaryHeap<Reverse<(Micros, Slot, u32)>>,
     live: usize,
 }
@@ -218,8 +206,6 @@ impl Flights {
             *cell = Some(Flight {
                 query,
                 generation,
-                request_id: None,
-                agent_id: None,
                 deadline_at,
                 refusal: None,
                 ending: None,
@@ -250,70 +236,36 @@ impl Flights {
             .filter(|f| f.generation == key.generation)
     }
 
-    fn key_of(&self, slot: Slot) -> Option<FlightKey> {
-        match self.table.get(slot as usize) {
-            Some(Some(f)) => Some(FlightKey {
-                slot,
-                generation: f.generation,
-            }),
-            _ => None,
-        }
-    }
-
-    /// The asking agent of a flight in the table, once announced.
-    pub fn agent_of(&self, key: FlightKey) -> Option<&str> {
-        let flight = self.table.get(key.slot as usize)?.as_ref()?;
-        (flight.generation == key.generation)
-            .then_some(flight.agent_id.as_deref())
-            .flatten()
-    }
-
-    /// Record the registry's request id and asking agent for a flight.
-    pub fn announce(&mut self, key: FlightKey, request_id: String, agent_id: Option<String>) {
-        let slot = key.slot;
-        if let Some(flight) = self.flight_at(key) {
-            if flight.request_id.is_none() {
-                flight.request_id = Some(request_id.clone());
-                flight.agent_id = agent_id;
-                self.by_request.insert(request_id, slot);
-            }
-        }
-    }
-
     /// Whether `key` names a flight in the table (waiting, or ended but not landed).
     pub fn contains(&self, key: FlightKey) -> bool {
         matches!(self.table.get(key.slot as usize), Some(Some(f)) if f.generation == key.generation)
     }
 
-    /// The waiting flight of a request id, if any.
-    pub fn by_request(&self, request_id: &str) -> Option<(FlightKey, &Query)> {
-        let slot = *self.by_request.get(request_id)?;
-        let key = self.key_of(slot)?;
-        match self.table.get(slot as usize) {
-            Some(Some(f)) if f.ending.is_none() => Some((key, &f.query)),
+    /// The query of a flight still waiting (not ended by the guard), if any.
+    pub fn waiting(&self, key: FlightKey) -> Option<&Query> {
+        match self.table.get(key.slot as usize) {
+            Some(Some(f)) if f.generation == key.generation && f.ending.is_none() => Some(&f.query),
             _ => None,
         }
     }
 
-    /// A page refused a request (or its answer failed validation) at `now`.
+    /// A page refused a flight's request (or its answer failed validation) at `now`.
     ///
-    /// Only a refusal from the asking agent's session counts, as the registry
-    /// itself only accepts answers from it, and only one before the deadline.
-    /// The first refusal is kept; the flight becomes due at `min(deadline, now + grace)`.
+    /// Only a refusal from the asking agent's session counts (`from_asker`), as the
+    /// registry itself only accepts answers from it, and only one before the
+    /// deadline. The first refusal is kept; the flight becomes due at
+    /// `min(deadline, now + grace)`.
     pub fn refuse(
         &mut self,
-        request_id: &str,
-        agent_id: Option<&str>,
+        key: FlightKey,
+        from_asker: bool,
         refusal: Refusal,
         now: Millis,
     ) -> RefusalEffect {
-        let Some(&slot) = self.by_request.get(request_id) else {
+        let Some(flight) = self.flight_at(key) else {
             return RefusalEffect::Ignored;
         };
-        let Some(flight) = self.flight_mut(slot) else {
-            return RefusalEffect::Ignored;
-        };
-        if flight.ending.is_some() || flight.agent_id.as_deref() != agent_id {
+        if flight.ending.is_some() || !from_asker {
             return RefusalEffect::Ignored;
         }
         // The deadline passed first (the timer is only late): it decides.
@@ -325,7 +277,7 @@ impl Flights {
         }
         flight.refusal = Some(refusal);
         let due = (now + f64::from(flight.query.grace_ms)).min(flight.deadline_at);
-        let entry = Reverse((micros(due), slot, flight.generation));
+        let entry = Reverse((micros(due), key.slot, flight.generation));
         self.heap.push(entry);
         RefusalEffect::First
     }
@@ -409,16 +361,9 @@ impl Flights {
         let flight = cell.take()?;
         self.free.push(slot);
         self.live -= 1;
-        if let Some(id) = &flight.request_id {
-            if self.by_request.get(id) == Some(&slot) {
-                self.by_request.remove(id);
-            }
-        }
         self.compact();
         Some(Landed {
             query: flight.query,
-            request_id: flight.request_id,
-            agent_id: flight.agent_id,
             ending: flight.ending,
         })
     }
@@ -508,13 +453,12 @@ mod tests {
     fn first_refusal_moves_the_due_time_to_the_grace() {
         let mut f = Flights::new();
         let s = f.begin(query(1, 15_000, 1000), 0.0);
-        f.announce(s, "inspect-1".into(), Some("a".into()));
         assert_eq!(
-            f.refuse("inspect-1", Some("a"), page("provider-missing"), 200.0),
+            f.refuse(s, true, page("provider-missing"), 200.0),
             RefusalEffect::First
         );
         assert_eq!(
-            f.refuse("inspect-1", Some("a"), page("method-missing"), 300.0),
+            f.refuse(s, true, page("method-missing"), 300.0),
             RefusalEffect::Repeated
         );
         assert_eq!(f.next_due(), Some(1200.0));
@@ -535,8 +479,7 @@ mod tests {
     fn grace_never_extends_past_the_deadline() {
         let mut f = Flights::new();
         let s = f.begin(query(1, 1000, 1000), 0.0);
-        f.announce(s, "inspect-1".into(), Some("a".into()));
-        f.refuse("inspect-1", Some("a"), page("provider-error"), 900.0);
+        f.refuse(s, true, page("provider-error"), 900.0);
         assert_eq!(f.next_due(), Some(1000.0));
         assert_eq!(
             f.expire(1000.0),
@@ -548,43 +491,28 @@ mod tests {
     fn a_refusal_after_the_deadline_or_from_another_agent_is_ignored() {
         let mut f = Flights::new();
         let s = f.begin(query(1, 100, 10), 0.0);
-        f.announce(s, "inspect-1".into(), Some("a".into()));
         assert_eq!(
-            f.refuse("inspect-1", Some("b"), page("x"), 1.0),
-            RefusalEffect::Ignored
+            f.refuse(s, false, page("x"), 1.0),
+            RefusalEffect::Ignored,
+            "another agent's page"
         );
+        let unknown = FlightKey::from_f64(s.to_f64() + 1.0).unwrap();
         assert_eq!(
-            f.refuse("inspect-1", None, page("x"), 1.0),
-            RefusalEffect::Ignored
-        );
-        assert_eq!(
-            f.refuse("inspect-9", Some("a"), page("x"), 1.0),
+            f.refuse(unknown, true, page("x"), 1.0),
             RefusalEffect::Ignored
         );
         assert_eq!(f.expire(100.0), vec![(s, Ending::Deadline)]);
-        assert_eq!(
-            f.refuse("inspect-1", Some("a"), page("x"), 101.0),
-            RefusalEffect::Ignored
-        );
+        assert_eq!(f.refuse(s, true, page("x"), 101.0), RefusalEffect::Ignored);
         f.land(s);
-        assert_eq!(
-            f.refuse("inspect-1", Some("a"), page("x"), 102.0),
-            RefusalEffect::Ignored
-        );
-        assert!(f.by_request("inspect-1").is_none());
+        assert_eq!(f.refuse(s, true, page("x"), 102.0), RefusalEffect::Ignored);
+        assert!(f.waiting(s).is_none());
     }
 
     #[test]
     fn a_valid_answer_within_the_grace_wins() {
         let mut f = Flights::new();
         let s = f.begin(query(1, 15_000, 1000), 0.0);
-        f.announce(s, "inspect-1".into(), Some("a".into()));
-        f.refuse(
-            "inspect-1",
-            Some("a"),
-            Refusal::InvalidOutput { detail: None },
-            10.0,
-        );
+        f.refuse(s, true, Refusal::InvalidOutput { detail: None }, 10.0);
         let landed = f.land(s).unwrap();
         assert_eq!(
             landed.ending, None,
@@ -748,28 +676,29 @@ mod tests {
     }
 
     #[test]
-    fn a_request_id_names_its_waiting_flight_only() {
+    fn a_key_names_its_waiting_flight_only() {
         let mut f = Flights::new();
         let a = f.begin(query(7, 100, 5), 0.0);
-        f.announce(a, "r1".into(), Some("agent".into()));
-        let (key, q) = f.by_request("r1").map(|(k, q)| (k, *q)).unwrap();
-        assert_eq!((key, q), (a, query(7, 100, 5)));
-        assert!(f.by_request("r2").is_none());
+        assert_eq!(f.waiting(a).copied(), Some(query(7, 100, 5)));
         // Ended by the guard but not landed yet: no longer waiting.
-        assert_eq!(
-            f.refuse("r1", Some("agent"), page("x"), 0.0),
-            RefusalEffect::First
-        );
+        assert_eq!(f.refuse(a, true, page("x"), 0.0), RefusalEffect::First);
         assert_eq!(f.expire(5.0), vec![(a, Ending::Refused(page("x")))]);
-        assert!(f.by_request("r1").is_none());
-        // Landed, and its slot reused by a flight never announced.
+        assert!(f.waiting(a).is_none());
+        assert!(f.contains(a), "ended, not landed");
+        // Landed, and its slot reused by another flight.
         f.land(a);
         let b = f.begin(query(7, 100, 5), 0.0);
         assert_eq!(b.slot, a.slot);
         assert!(
-            f.by_request("r1").is_none(),
-            "the old id does not name the new flight"
+            f.waiting(a).is_none(),
+            "the old key does not name the new flight"
         );
+        assert_eq!(
+            f.refuse(a, true, page("x"), 0.0),
+            RefusalEffect::Ignored,
+            "nor can it refuse it"
+        );
+        assert!(f.waiting(b).is_some());
     }
 
     #[test]

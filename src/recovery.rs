@@ -41,11 +41,10 @@ pub fn plan(recoveries: &[f64], now: f64) -> Plan {
     if in_window >= MAX_RECOVERIES {
         return Plan::GiveUp;
     }
-    // At most MAX_RECOVERIES - 1 doublings: the exponent is small.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
-    let doublings = in_window as i32;
+    // At most MAX_RECOVERIES - 1 doublings.
+    let factor = (1u32 << in_window.min(16)) as f64;
     Plan::Retry {
-        after_ms: (FIRST_BACKOFF_MS * 2f64.powi(doublings)).min(MAX_BACKOFF_MS),
+        after_ms: (FIRST_BACKOFF_MS * factor).min(MAX_BACKOFF_MS),
     }
 }
 

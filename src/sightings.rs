@@ -10,11 +10,11 @@
 //! Values are told apart by a fingerprint (their kind and the head of their
 //! rendering, what a preview is made of) within their session, and followed as
 //! the inbox moves them: written → pending → claimed. Two equal values pending at
-//! once are two values (the multiset keeps both). What a session holds is
-//! bounded ([`MAX_TRACKED`] values across sessions; the oldest session makes
-//! way), so a session that ends with values pending costs nothing for long.
-
-use std::collections::{HashMap, VecDeque};
+//! once are two values (each keeps its own entry). What is followed is bounded
+//! ([`MAX_TRACKED`] values across sessions; the oldest make way), so a session
+//! that ends with values pending costs nothing for long. The entries are one
+//! plain list, scanned: only bad entries ever reach it, and a list is a fraction
+//! of a map's size in the `.wasm`.
 
 /// What a value is told apart by: its kind and the head of its rendering.
 pub type Fingerprint = String;
@@ -45,38 +45,28 @@ impl Seen {
     }
 }
 
-#[derive(Debug, Default)]
-struct Session {
-    /// Values written or seen pending, not claimed yet.
-    pending: HashMap<Fingerprint, VecDeque<u64>>,
-    /// The bad values of the last claimed batch.
-    claimed: HashMap<Fingerprint, VecDeque<u64>>,
-    /// When the session was last touched (for making way).
-    touched: u64,
+/// Where a followed value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Written or seen pending, not claimed yet.
+    Pending,
+    /// In the session's last claimed batch.
+    Claimed,
 }
 
-impl Session {
-    fn len(&self) -> usize {
-        self.pending.values().map(VecDeque::len).sum::<usize>()
-            + self.claimed.values().map(VecDeque::len).sum::<usize>()
-    }
+#[derive(Debug)]
+struct Entry {
+    session: String,
+    fp: Fingerprint,
+    id: u64,
+    place: Place,
 }
 
-/// The values followed per session.
+/// The values followed, oldest first.
 #[derive(Debug, Default)]
 pub struct Sightings {
-    sessions: HashMap<String, Session>,
+    entries: Vec<Entry>,
     next_id: u64,
-    clock: u64,
-}
-
-fn take(map: &mut HashMap<Fingerprint, VecDeque<u64>>, fp: &str) -> Option<u64> {
-    let ids = map.get_mut(fp)?;
-    let id = ids.pop_front();
-    if ids.is_empty() {
-        map.remove(fp);
-    }
-    id
 }
 
 impl Sightings {
@@ -90,44 +80,36 @@ impl Sightings {
         self.next_id
     }
 
-    fn session(&mut self, session: &str) -> &mut Session {
-        self.clock += 1;
-        let clock = self.clock;
-        let entry = self.sessions.entry(session.to_owned()).or_default();
-        entry.touched = clock;
-        entry
-    }
-
     /// Values followed now, across sessions.
     pub fn tracked(&self) -> usize {
-        self.sessions.values().map(Session::len).sum()
+        self.entries.len()
     }
 
-    /// Keep within [`MAX_TRACKED`]: the least recently touched sessions make way.
-    fn bound(&mut self) {
-        while self.tracked() > MAX_TRACKED {
-            let Some(oldest) = self
-                .sessions
-                .iter()
-                .min_by_key(|(_, s)| s.touched)
-                .map(|(k, _)| k.clone())
-            else {
-                return;
-            };
-            self.sessions.remove(&oldest);
+    fn push(&mut self, session: &str, fp: &str, id: u64, place: Place) {
+        if self.entries.len() == MAX_TRACKED {
+            self.entries.remove(0);
         }
-        self.sessions.retain(|_, s| s.len() > 0);
+        self.entries.push(Entry {
+            session: session.to_owned(),
+            fp: fp.to_owned(),
+            id,
+            place,
+        });
+    }
+
+    /// Take the oldest entry of `session` with `fp` at `place`: its id.
+    fn take(&mut self, session: &str, fp: &str, place: Place) -> Option<u64> {
+        let i = self
+            .entries
+            .iter()
+            .position(|e| e.place == place && e.session == session && e.fp == fp)?;
+        Some(self.entries.remove(i).id)
     }
 
     /// A bad value's durable write: always a new value, now pending.
     pub fn written(&mut self, session: &str, fp: Fingerprint) -> Seen {
         let id = self.fresh();
-        self.session(session)
-            .pending
-            .entry(fp)
-            .or_default()
-            .push_back(id);
-        self.bound();
+        self.push(session, &fp, id, Place::Pending);
         Seen::New(id)
     }
 
@@ -136,24 +118,20 @@ impl Sightings {
     /// repaired or dropped). Values followed as pending but not found left the
     /// lists some other way, and are forgotten.
     pub fn swept(&mut self, session: &str, found: &[(Fingerprint, bool)]) -> Vec<Seen> {
-        let mut before = std::mem::take(&mut self.session(session).pending);
-        let mut seen = Vec::with_capacity(found.len());
-        let mut after: HashMap<Fingerprint, VecDeque<u64>> = HashMap::new();
-        for (fp, stays) in found {
-            let sighting = match take(&mut before, fp) {
+        let seen: Vec<Seen> = found
+            .iter()
+            .map(|(fp, _)| match self.take(session, fp, Place::Pending) {
                 Some(id) => Seen::Again(id),
                 None => Seen::New(self.fresh()),
-            };
+            })
+            .collect();
+        self.entries
+            .retain(|e| !(e.place == Place::Pending && e.session == session));
+        for ((fp, stays), sighting) in found.iter().zip(&seen) {
             if *stays {
-                after
-                    .entry(fp.clone())
-                    .or_default()
-                    .push_back(sighting.id());
+                self.push(session, fp, sighting.id(), Place::Pending);
             }
-            seen.push(sighting);
         }
-        self.session(session).pending = after;
-        self.bound();
         seen
     }
 
@@ -162,35 +140,34 @@ impl Sightings {
     /// session's last claimed batch); else seen in the claimed batch at the
     /// pre-step entry (a value of the last claimed batch is seen again).
     pub fn claimed(&mut self, session: &str, found: &[Fingerprint], by_claim: bool) -> Vec<Seen> {
-        let mut seen = Vec::with_capacity(found.len());
-        let mut batch: HashMap<Fingerprint, VecDeque<u64>> = HashMap::new();
-        for fp in found {
-            let s = self.session(session);
-            let again = if by_claim {
-                take(&mut s.pending, fp)
-            } else {
-                take(&mut s.claimed, fp).or_else(|| take(&mut s.pending, fp))
-            };
-            let sighting = match again {
-                Some(id) => Seen::Again(id),
-                None => Seen::New(self.fresh()),
-            };
-            batch
-                .entry(fp.clone())
-                .or_default()
-                .push_back(sighting.id());
-            seen.push(sighting);
-        }
+        let seen: Vec<Seen> = found
+            .iter()
+            .map(|fp| {
+                let again = if by_claim {
+                    self.take(session, fp, Place::Pending)
+                } else {
+                    self.take(session, fp, Place::Claimed)
+                        .or_else(|| self.take(session, fp, Place::Pending))
+                };
+                match again {
+                    Some(id) => Seen::Again(id),
+                    None => Seen::New(self.fresh()),
+                }
+            })
+            .collect();
         if by_claim {
-            self.session(session).claimed = batch;
+            self.entries
+                .retain(|e| !(e.place == Place::Claimed && e.session == session));
+            for (fp, sighting) in found.iter().zip(&seen) {
+                self.push(session, fp, sighting.id(), Place::Claimed);
+            }
         }
-        self.bound();
         seen
     }
 
     /// Forget every value (the records were reset).
     pub fn reset(&mut self) {
-        self.sessions.clear();
+        self.entries.clear();
     }
 }
 
@@ -262,8 +239,9 @@ mod tests {
     fn a_value_that_left_the_lists_otherwise_is_forgotten() {
         let mut t = Sightings::new();
         t.written("s", fp("x"));
+        t.written("other", fp("x"));
         assert_eq!(t.swept("s", &[]), []);
-        assert_eq!(t.tracked(), 0);
+        assert_eq!(t.tracked(), 1, "only the other session's value is left");
     }
 
     #[test]
@@ -286,7 +264,7 @@ mod tests {
         for i in 0..(MAX_TRACKED + 500) {
             t.written(&format!("s{}", i % 600), fp("x"));
         }
-        assert!(t.tracked() <= MAX_TRACKED);
+        assert_eq!(t.tracked(), MAX_TRACKED);
         t.reset();
         assert_eq!(t.tracked(), 0);
     }

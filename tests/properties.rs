@@ -15,8 +15,9 @@
 //! message exactly when its fields are those of a usable message (for the
 //! boundary's codes: exactly `MESSAGE_CODE`), a message is kept in every mode and
 //! nothing else is; report mode never drops or repairs, quarantine never repairs.
-//! **Flights** (`flights::Flights`): random sequences of begin, announce, settle,
-//! refuse, clock ticks with bounded expiry, and disposal are checked against a
+//! **Flights** (`flights::Flights`): random sequences of begin, settle, refuse
+//! (from the asking agent or another), clock ticks with bounded expiry, and
+//! disposal are checked against a
 //! small reference model: each flight ends at most once and lands exactly once,
 //! the timer is armed (`next_due` is `Some`) exactly while a flight waits and
 //! names the earliest due time, no flight ends before it is due (deadline, or the
@@ -751,7 +752,7 @@ mod gen {
 
         #[derive(Debug, Clone)]
         pub enum Sender {
-            /// The agent the flight was announced with (possibly none).
+            /// The agent that asked the flight's query (possibly none).
             Asker,
             /// Some agent, possibly the asker by chance.
             Agent(Option<String>),
@@ -771,19 +772,10 @@ mod gen {
 
         #[derive(Debug, Clone)]
         pub enum Op {
-            /// A query starts; the registry usually announces its request id and agent at once.
-            Begin {
-                query: Query,
-                announce: Option<Option<String>>,
-            },
-            Announce {
-                flight: Pick,
-                agent: Option<String>,
-            },
+            /// A query starts, asked by `asker`.
+            Begin { query: Query, asker: Option<String> },
             /// The registry settles the flight (a valid answer, or the caller's cancellation).
-            Settle {
-                flight: Pick,
-            },
+            Settle { flight: Pick },
             /// A page refuses a flight's request (or a request no flight has).
             Refuse {
                 flight: Option<Pick>,
@@ -797,15 +789,10 @@ mod gen {
                 land_now: bool,
             },
             /// A guard is disposed: its waiting flights end, and land.
-            Dispose {
-                guard: u32,
-            },
+            Dispose { guard: u32 },
             /// `n` queries start and are answered at once, as most are: the heap fills
             /// with stale entries and the table reuses its slots.
-            Churn {
-                n: u32,
-                query: Query,
-            },
+            Churn { n: u32, query: Query },
         }
 
         #[derive(Debug, Clone)]
@@ -863,10 +850,8 @@ mod gen {
 
         fn op() -> impl Strategy<Value = Op> {
             prop_oneof![
-                3 => (query(), prop::option::weighted(0.7, agent()))
-                    .prop_map(|(query, announce)| Op::Begin { query, announce }),
-                1 => (pick(), agent())
-                    .prop_map(|(flight, agent)| Op::Announce { flight, agent }),
+                3 => (query(), agent())
+                    .prop_map(|(query, asker)| Op::Begin { query, asker }),
                 2 => pick().prop_map(|flight| Op::Settle { flight }),
                 3 => (
                     prop::option::weighted(0.9, pick()),
@@ -1166,7 +1151,8 @@ struct Modelled {
     key: FlightKey,
     query: Query,
     deadline_at: f64,
-    request: Option<(String, Option<String>)>,
+    /// The agent that asked (the JavaScript side compares an answering agent with it).
+    asker: Option<String>,
     /// The first counted refusal, and when it came.
     refusal: Option<(f64, Refusal)>,
     state: State,
@@ -1186,14 +1172,6 @@ impl Modelled {
 
     fn in_table(&self) -> bool {
         self.state != State::Landed
-    }
-
-    fn request_id(&self) -> Option<String> {
-        self.request.as_ref().map(|(id, _)| id.clone())
-    }
-
-    fn agent_id(&self) -> Option<String> {
-        self.request.as_ref().and_then(|(_, agent)| agent.clone())
     }
 }
 
@@ -1266,8 +1244,6 @@ fn land(table: &mut Flights, model: &mut Model, i: usize) -> TestCaseResult {
             };
             let expected = Landed {
                 query: f.query,
-                request_id: f.request_id(),
-                agent_id: f.agent_id(),
                 ending: ending.clone(),
             };
             prop_assert_eq!(landed.as_ref(), Some(&expected));
@@ -1347,11 +1323,13 @@ fn agree(table: &mut Flights, model: &Model) -> TestCaseResult {
     }
     for f in &model.flights {
         prop_assert_eq!(table.contains(f.key), f.in_table(), "{:?}", f.key);
-        if let Some((id, _)) = &f.request {
-            let found = table.by_request(id).map(|(k, q)| (k, *q));
-            let expected = (f.state == State::Waiting).then_some((f.key, f.query));
-            prop_assert_eq!(found, expected, "by_request({})", id);
-        }
+        let expected = (f.state == State::Waiting).then_some(f.query);
+        prop_assert_eq!(
+            table.waiting(f.key).copied(),
+            expected,
+            "waiting({:?})",
+            f.key
+        );
         prop_assert!(f.endings <= 1 && f.landings <= 1, "{:?}", f);
     }
     Ok(())
@@ -1422,8 +1400,13 @@ fn tick(
     Ok(())
 }
 
-/// A query starts at the model's clock; returns the flight's index in the model.
-fn begin(table: &mut Flights, model: &mut Model, query: Query) -> Result<usize, TestCaseError> {
+/// A query of `asker` starts at the model's clock; returns the flight's index in the model.
+fn begin(
+    table: &mut Flights,
+    model: &mut Model,
+    query: Query,
+    asker: Option<String>,
+) -> Result<usize, TestCaseError> {
     let now = model.now;
     let key = table.begin(query, now);
     prop_assert!(model.by_key(key).is_none(), "key {:?} issued twice", key);
@@ -1439,7 +1422,7 @@ fn begin(table: &mut Flights, model: &mut Model, query: Query) -> Result<usize, 
         key,
         query,
         deadline_at: now + f64::from(query.deadline_ms),
-        request: None,
+        asker,
         refusal: None,
         state: State::Waiting,
         endings: 0,
@@ -1448,37 +1431,17 @@ fn begin(table: &mut Flights, model: &mut Model, query: Query) -> Result<usize, 
     Ok(model.flights.len() - 1)
 }
 
-/// The registry announces a flight's request id (unique per flight) and agent.
-fn announce(table: &mut Flights, model: &mut Model, i: usize, agent: &Option<String>) {
-    let f = &mut model.flights[i];
-    let id = format!("inspect-{i}");
-    table.announce(f.key, id.clone(), agent.clone());
-    // Only the first announcement of a flight in the table counts.
-    if f.in_table() && f.request.is_none() {
-        f.request = Some((id, agent.clone()));
-    }
-}
-
 fn apply(table: &mut Flights, model: &mut Model, op: &gen::ops::Op) -> TestCaseResult {
     use gen::ops::Op;
     let now = model.now;
     match op {
-        Op::Begin { query, announce } => {
-            let i = begin(table, model, *query)?;
-            if let Some(agent) = announce {
-                self::announce(table, model, i, agent);
-            }
+        Op::Begin { query, asker } => {
+            begin(table, model, *query, asker.clone())?;
         }
         Op::Churn { n, query } => {
             for _ in 0..*n {
-                let i = begin(table, model, *query)?;
-                announce(table, model, i, &Some("agent-0".into()));
+                let i = begin(table, model, *query, Some("agent-0".into()))?;
                 land(table, model, i)?;
-            }
-        }
-        Op::Announce { flight, agent } => {
-            if let Some(i) = model.pick(flight) {
-                announce(table, model, i, agent);
             }
         }
         Op::Settle { flight } => {
@@ -1492,7 +1455,7 @@ fn apply(table: &mut Flights, model: &mut Model, op: &gen::ops::Op) -> TestCaseR
             refusal,
         } => {
             let target = flight.as_ref().and_then(|f| model.pick(f));
-            let (id, asker) = match target {
+            let (key, asker) = match target {
                 Some(i) => {
                     let f = &model.flights[i];
                     if f.state == State::Waiting && now > f.deadline_at {
@@ -1500,21 +1463,23 @@ fn apply(table: &mut Flights, model: &mut Model, op: &gen::ops::Op) -> TestCaseR
                         // ignored: `flights_a_refusal_after_the_deadline_does_not_count`.
                         return Ok(());
                     }
-                    let asker = f.request.as_ref().and_then(|(_, a)| a.clone());
-                    (format!("inspect-{i}"), asker)
+                    (f.key, f.asker.clone())
                 }
-                None => ("inspect-unknown".to_owned(), None),
+                // A key no flight was given.
+                None => match FlightKey::from_f64(4_294_967_295.0) {
+                    Some(key) if model.by_key(key).is_none() => (key, None),
+                    _ => return Ok(()),
+                },
             };
             let agent = match from {
-                gen::ops::Sender::Asker => asker,
+                gen::ops::Sender::Asker => asker.clone(),
                 gen::ops::Sender::Agent(agent) => agent.clone(),
             };
-            let effect = table.refuse(&id, agent.as_deref(), refusal.clone(), now);
+            // The fact the JavaScript side hands over: whether the page's agent asked.
+            let from_asker = target.is_some() && agent == asker;
+            let effect = table.refuse(key, from_asker, refusal.clone(), now);
             let expected = match target.map(|i| &mut model.flights[i]) {
-                Some(f)
-                    if f.state == State::Waiting
-                        && matches!(&f.request, Some((_, a)) if *a == agent) =>
-                {
+                Some(f) if f.state == State::Waiting && from_asker => {
                     if f.refusal.is_some() {
                         RefusalEffect::Repeated
                     } else {
@@ -1524,7 +1489,7 @@ fn apply(table: &mut Flights, model: &mut Model, op: &gen::ops::Op) -> TestCaseR
                 }
                 _ => RefusalEffect::Ignored,
             };
-            prop_assert_eq!(effect, expected, "refusal of {} from {:?}", id, agent);
+            prop_assert_eq!(effect, expected, "refusal of {:?} from {:?}", key, agent);
             match effect {
                 RefusalEffect::First => model.tally.first_refusals += 1,
                 RefusalEffect::Repeated => model.tally.repeated_refusals += 1,
@@ -1641,14 +1606,8 @@ fn flights_a_refusal_after_the_deadline_does_not_count() {
         |(query, start, late)| {
             let mut table = Flights::new();
             let key = table.begin(query, start);
-            table.announce(key, "inspect-1".into(), Some("agent".into()));
             let now = start + f64::from(query.deadline_ms) + late;
-            let effect = table.refuse(
-                "inspect-1",
-                Some("agent"),
-                Refusal::InvalidOutput { detail: None },
-                now,
-            );
+            let effect = table.refuse(key, true, Refusal::InvalidOutput { detail: None }, now);
             let ended = table.expire(now);
             prop_assert_eq!(
                 ended,

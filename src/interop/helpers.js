@@ -44,6 +44,7 @@ life.standDown = () => {
   raised = NOTHING
   const failed = [...flights.values()]
   flights.clear()
+  byRequest.clear()
   announcing.length = 0
   for (const flight of failed) end(flight, life.K.failedCode, life.K.failedMessage)
   clearTimer()
@@ -349,16 +350,32 @@ export function patchResolve(registry, owner, unbound, refused) {
   return patchWith('resolve', registry, 'resolveClientQuery', owner, { gen: life.gen, unbound, refused }, (previous, b) =>
     function harnessGuardResolve(...args) {
       if (up(b.gen) && (args[0] === null || args[0] === undefined)) {
-        return enter('resolve', () => Reflect.apply(previous, this, args), b.unbound, b.gen, previous, this, args)
+        const forward = () => Reflect.apply(previous, this, args)
+        const refusal = enter('resolve', forward, b.unbound, b.gen, previous, this, [args[1], byRequest.get(args[1]) ?? -1])
+        return refusal === undefined ? forward() : refusal
       }
       const result = Reflect.apply(previous, this, args)
       if (!up(b.gen) || result?.accepted !== false) return result
-      return enter('resolve', () => result, b.refused, b.gen, result, this, args)
+      // Only a refusal of a flight's request concerns the guard.
+      const key = byRequest.get(args[1])
+      if (key === undefined) return result
+      return enter('resolve', () => result, b.refused, b.gen, result, this, [key, askedBy(flights.get(key), args[0]), args[2]])
     })
+}
+
+/** Whether `agent` (the one a page answered for) asked the flight's query. */
+function askedBy(flight, agent) {
+  try {
+    return flight !== undefined && agent?.id === flight.request?.agentId
+  } catch {
+    return false
+  }
 }
 
 /** The JavaScript half of every guarded client query in the air, by the key Rust gave it. */
 const flights = new Map()
+/** The key of each flight, by its request id. */
+const byRequest = new Map()
 /** Flights whose registry call is running, innermost last. */
 const announcing = []
 
@@ -369,6 +386,7 @@ class Flight {
     this.providerId = providerId
     this.methodName = methodName
     this.request = undefined
+    this.key = -1
     this.error = undefined
   }
 }
@@ -376,8 +394,18 @@ class Flight {
 /** The flight of `key`, taken off the table; `undefined` if gone. */
 export function takeFlight(key) {
   const flight = flights.get(key)
-  if (flight !== undefined) flights.delete(key)
+  if (flight !== undefined) forget(flight)
   return flight
+}
+
+/**
+ * Off the table. The deadline timer keeps the process alive exactly while a
+ * flight is on it: let go with the last one, held again with the next.
+ */
+function forget(flight) {
+  flights.delete(flight.key)
+  byRequest.delete(flight.request.requestId)
+  if (flights.size === 0) timer?.unref()
 }
 
 /** The flight of `key` while it is in the table (for its names). */
@@ -385,15 +413,13 @@ export function flightOf(key) {
   return flights.get(key)
 }
 
-const idOf = (value) => (typeof value === 'string' ? value : undefined)
-
 /**
  * Wrap `registry.query`. A call whose first argument is not the platform Rust
  * guards passes through with one comparison. For the rest the registry is
  * called as it was, with the caller's own signal; then `begin(guard, startedAt,
- * requestId, agentId, unannounced)` returns the flight's key, or -1 to leave the
- * call as it is, and `settle(key)` learns when the registry's outcome reached
- * the caller first.
+ * unannounced)` returns the flight's key, or -1 to leave the call as it is, and
+ * `settle(key)` learns when the registry's outcome reached the caller first. The
+ * request's ids stay here, with the flight.
  */
 export function patchQuery(registry, owner, guard) {
   const platform = life.K.client
@@ -408,6 +434,7 @@ function guardClientQuery(b, previous, registry, self, args) {
   const pending = registry.pending
   const before = pending.size
   const flight = new Flight(registry, args[1], args[2])
+  const started = performance.now()
   announcing.push(flight)
   let inner
   try {
@@ -424,11 +451,12 @@ function guardClientQuery(b, previous, registry, self, args) {
     flight.request = newestRequest(pending)
     unannounced = true
   }
-  const request = flight.request
+  const requestId = flight.request?.requestId
+  if (typeof requestId !== 'string') return inner
   let key = -1
   if (up(b.gen)) {
     try {
-      key = life.begin(b.guard, performance.now(), idOf(request?.requestId), idOf(request?.agentId), unannounced)
+      key = life.begin(b.guard, started, unannounced)
     } catch (error) {
       // The call in hand passes on unguarded; the flights already waiting end as on any fault.
       fail('begin', error)
@@ -436,8 +464,11 @@ function guardClientQuery(b, previous, registry, self, args) {
     if (lines.length > 0) flushLines()
   }
   if (key < 0) return inner
+  flight.key = key
   flights.set(key, flight)
-  return waitFor(inner, flight, key)
+  byRequest.set(requestId, key)
+  if (flights.size === 1) timer?.ref()
+  return waitFor(inner, flight)
 }
 
 /** The request of the newest pending entry (a registry that does not announce; rare). */
@@ -451,25 +482,29 @@ function newestRequest(pending) {
  * The caller's promise: the registry's outcome, unless the guard ended the
  * flight first (then its error). No closure and no promise beyond this one.
  */
-async function waitFor(inner, flight, key) {
+async function waitFor(inner, flight) {
   let value
   try {
     value = await inner
   } catch (error) {
     if (flight.error !== undefined) throw flight.error
-    landed(key)
+    landed(flight)
     throw error
   }
   if (flight.error !== undefined) throw flight.error
-  landed(key)
+  landed(flight)
   return value
 }
 
-/** The registry settled a flight first: off the table, and Rust learns it. */
-function landed(key) {
-  if (takeFlight(key) === undefined || life.down) return
+/**
+ * The registry settled a flight first (the guard has not ended it, which would
+ * have taken it off): off the table, and Rust learns it.
+ */
+function landed(flight) {
+  forget(flight)
+  if (life.down) return
   try {
-    life.settle(key)
+    life.settle(flight.key)
   } catch (error) {
     fail('settle', error)
   }
@@ -545,38 +580,35 @@ let timer
 let timerDelay = -1
 let immediate
 
-/** Arm the timer for `delay` ms (0: work already due, at the next turn of the loop). */
+/**
+ * Arm the timer for `delay` ms (0: work already due, at the next turn of the
+ * loop). Rust says when it fires; whether it keeps the process alive follows the
+ * flight table (see `forget`): a timer whose flights settled stays set, unref'd,
+ * and a firing then finds nothing due.
+ */
 export function armTimer(delay) {
   if (immediate !== undefined) {
     clearImmediate(immediate)
     immediate = undefined
   }
   if (delay <= 0) {
-    if (timer !== undefined) timer.unref()
     immediate = setImmediate(onTimer)
     return
   }
   if (timer !== undefined && timerDelay === delay) {
     timer.refresh()
-    timer.ref()
-    return
+  } else {
+    if (timer !== undefined) clearTimeout(timer)
+    timer = setTimeout(onTimer, delay)
+    timerDelay = delay
   }
-  if (timer !== undefined) clearTimeout(timer)
-  timer = setTimeout(onTimer, delay)
-  timerDelay = delay
-}
-
-/** Nothing waits: the timer no longer keeps the process alive (a late firing finds nothing due). */
-export function idleTimer() {
-  if (immediate !== undefined) {
-    clearImmediate(immediate)
-    immediate = undefined
-  }
-  timer?.unref()
+  if (flights.size === 0) timer.unref()
+  else timer.ref()
 }
 
 function clearTimer() {
-  idleTimer()
+  if (immediate !== undefined) clearImmediate(immediate)
+  immediate = undefined
   if (timer !== undefined) clearTimeout(timer)
   timer = undefined
   timerDelay = -1

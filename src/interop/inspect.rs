@@ -16,8 +16,9 @@
 //! the first refusal (`ok: false`, or an answer failing validation) of a flight.
 //!
 //! The request id is learned from the registry's own `cordis/inspect-query`
-//! event, which it emits synchronously inside `query` once the entry exists;
-//! the wrapper hands it over when the flight begins.
+//! event, which it emits synchronously inside `query` once the entry exists. It
+//! stays on the JavaScript side with the flight, which finds a flight's key by
+//! it: only numbers cross when a flight begins, settles or is refused.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -27,7 +28,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::PatchHandle;
-use super::runtime::{forward, token, with, Role, Runtime};
+use super::runtime::{token, with, Role, Runtime};
 use super::{
     at, call, disposer_of, emit, flight_of, get, get_fn, get_string, hold, length, make_announcer,
     monotonic_now, object, open_mount, original_of, patch_query, patch_resolve, raw_config,
@@ -110,6 +111,15 @@ fn names(flight: &JsValue) -> (String, String) {
 /// The names of a flight still waiting.
 fn names_of(key: FlightKey) -> (String, String) {
     names(&flight_of(key.to_f64()))
+}
+
+/// A flight's request id and asking agent, as the registry announced them.
+fn request_of(flight: &JsValue) -> (String, Option<String>) {
+    let request = get(flight, "request").unwrap_or(JsValue::UNDEFINED);
+    (
+        get_string(&request, "requestId").unwrap_or_default(),
+        get_string(&request, "agentId"),
+    )
 }
 
 /// Install the guard on `registry` (the raw service or any cordis read of it),
@@ -276,24 +286,14 @@ fn bound(on: &Function, ctx: &JsValue) -> JsValue {
     on.bind0(ctx).into()
 }
 
-/// A client query's registry call (started at `started_at`) returned a promise
-/// and the registry is waiting for `request_id` of `agent_id`: begin its flight.
-/// `unannounced`: the registry did not emit `cordis/inspect-query` (the request
-/// was found in its pending entries); that is said once per guard, and only here,
-/// where a query goes on waiting (a query refused before waiting never begins).
-/// Returns the flight's key, or -1 to leave the query unguarded (the guard is
-/// gone, or there is no request to end: the registry then settles it alone).
-pub(super) fn begin(
-    rt: &Runtime,
-    guard: u32,
-    started_at: f64,
-    request_id: Option<String>,
-    agent_id: Option<String>,
-    unannounced: bool,
-) -> f64 {
-    let Some(request_id) = request_id else {
-        return -1.0;
-    };
+/// A client query's registry call (started at `started_at`) returned a promise,
+/// and the registry is waiting for its request: begin its flight. `unannounced`:
+/// the registry did not emit `cordis/inspect-query` (the request was found in its
+/// pending entries); that is said once per guard, and only here, where a query
+/// goes on waiting (a query refused before waiting never begins). Returns the
+/// flight's key, or -1 to leave the query unguarded (the guard is gone: the
+/// registry then settles it alone).
+pub(super) fn begin(rt: &Runtime, guard: u32, started_at: f64, unannounced: bool) -> f64 {
     let begun = rt
         .inspect(|state| {
             let g = state.guards.get_mut(guard)?;
@@ -306,7 +306,6 @@ pub(super) fn begin(
                 unannounced && !std::mem::replace(&mut g.warned_unannounced, true);
             let warn = first_unannounced.then(|| g.sink.warn.clone()).flatten();
             let key = state.flights.begin(query, started_at);
-            state.flights.announce(key, request_id, agent_id);
             Some((key, warn))
         })
         .flatten();
@@ -322,39 +321,39 @@ pub(super) fn begin(
              the guard found the request in the registry's pending entries instead",
         );
     }
-    rearm(rt);
+    rearm_at(rt, started_at);
     key.to_f64()
 }
 
-/// `resolveClientQuery(null, requestId, …)`: refused, instead of the registry's `TypeError`.
-pub(super) fn unbound(
-    rt: &Runtime,
-    guard: u32,
-    previous: &JsValue,
-    this: &JsValue,
-    args: &Array,
-) -> Result<JsValue, JsValue> {
+/// `resolveClientQuery(null, requestId, …)`: refused, instead of the registry's
+/// `TypeError`. `args` is `[requestId, key]`, the key of the flight of that
+/// request when one waits (else -1). Answers `undefined` when the guard is gone:
+/// the wrapper then calls the registry as it was.
+pub(super) fn unbound(rt: &Runtime, guard: u32, args: &Array) -> JsValue {
     if rt.inspect(|s| s.guards.contains(guard)) != Some(true) {
-        return forward(previous, this, args);
+        return JsValue::UNDEFINED;
     }
-    report_unbound(rt, guard, args.get(1).as_string());
-    Ok(object(&[("accepted", &JsValue::FALSE)]))
+    let key = args.get(1).as_f64().and_then(FlightKey::from_f64);
+    report_unbound(rt, guard, args.get(0).as_string(), key);
+    object(&[("accepted", &JsValue::FALSE)])
 }
 
-/// The registry refused an answer (`{ accepted: false }`, handed back unchanged):
-/// remember it as the flight's first refusal when it is a page's `ok: false`, or
-/// an answer that failed validation, from the asking agent's session.
+/// The registry refused an answer (`{ accepted: false }`, handed back unchanged)
+/// to the request of a flight: remember it as the flight's first refusal when it
+/// is a page's `ok: false`, or an answer that failed validation, from the asking
+/// agent's session. `args` is `[key, fromAsker, resolution]`.
 pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) -> JsValue {
-    let Some(request_id) = args.get(1).as_string() else {
+    let Some(key) = args.get(0).as_f64().and_then(FlightKey::from_f64) else {
         return result.clone();
     };
     if rt.inspect(|s| s.guards.contains(guard)) != Some(true) {
         return result.clone();
     }
+    let from_asker = args.get(1).is_truthy();
     let resolution = args.get(2);
     let refusal = match get(&resolution, "ok") {
         Some(ok) if ok.is_truthy() => Refusal::InvalidOutput {
-            detail: explain_invalid_output(rt, &request_id, &resolution),
+            detail: explain_invalid_output(rt, key, &resolution),
         },
         _ => Refusal::Page {
             reason: get(&resolution, "reason")
@@ -363,14 +362,9 @@ pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) 
                 .map_or_else(String::new, |m| text_of(&m, MAX_PAGE_TEXT)),
         },
     };
-    let agent_id = get_string(&args.get(0), "id");
     let now = monotonic_now();
     let effect = rt
-        .inspect(|state| {
-            state
-                .flights
-                .refuse(&request_id, agent_id.as_deref(), refusal, now)
-        })
+        .inspect(|state| state.flights.refuse(key, from_asker, refusal, now))
         .unwrap_or(RefusalEffect::Ignored);
     if effect == RefusalEffect::First {
         rearm(rt);
@@ -380,12 +374,12 @@ pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) 
 
 /// The host validator's account of why a waiting flight's answer was refused:
 /// the violations of the method's `outputSchema`, as the registry words them.
-fn explain_invalid_output(rt: &Runtime, request_id: &str, resolution: &JsValue) -> Option<String> {
-    let (validate, registry, key) = rt
+fn explain_invalid_output(rt: &Runtime, key: FlightKey, resolution: &JsValue) -> Option<String> {
+    let (validate, registry) = rt
         .inspect(|state| {
-            let (key, query) = state.flights.by_request(request_id)?;
+            let query = state.flights.waiting(key)?;
             let g = state.guards.get(query.guard)?;
-            Some((g.sink.validate.clone()?, g.registry.clone(), key))
+            Some((g.sink.validate.clone()?, g.registry.clone()))
         })
         .flatten()?;
     let (provider, method) = names_of(key);
@@ -419,26 +413,24 @@ fn output_schema(registry: &JsValue, provider: &str, method: &str) -> Option<JsV
     get(&found, "outputSchema")
 }
 
-fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>) {
+fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>, key: Option<FlightKey>) {
     let found = rt
         .inspect(|state| {
             let g = state.guards.get(guard)?;
-            let waiting = request_id
-                .as_deref()
-                .and_then(|id| state.flights.by_request(id))
-                .map(|(key, _)| key);
-            let agent = waiting.and_then(|key| state.flights.agent_of(key).map(str::to_owned));
-            Some((g.sink.clone(), g.config.deadline_ms, waiting, agent))
+            let waiting = key.filter(|k| state.flights.waiting(*k).is_some());
+            Some((g.sink.clone(), g.config.deadline_ms, waiting))
         })
         .flatten();
-    let Some((sink, deadline_ms, waiting, agent)) = found else {
+    let Some((sink, deadline_ms, waiting)) = found else {
         return;
     };
-    let (provider_id, method_name) = waiting.map(names_of).unwrap_or_default();
+    let flight = waiting.map(|k| flight_of(k.to_f64()));
+    let (provider_id, method_name) = flight.as_ref().map(names).unwrap_or_default();
+    let session_id = flight.as_ref().and_then(|f| request_of(f).1);
     let report = InspectReport {
         kind: "unbound-agent",
         request_id: request_id.unwrap_or_default(),
-        session_id: agent,
+        session_id,
         provider_id,
         method_name,
         deadline_ms,
@@ -525,10 +517,11 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Arra
         let (Some(error), Some(ending)) = (landed.error(&provider, &method), landed.ending) else {
             continue;
         };
+        let (request_id, session_id) = request_of(&flight);
         let report = InspectReport {
             kind: ending.kind(),
-            request_id: landed.request_id.unwrap_or_default(),
-            session_id: landed.agent_id,
+            request_id,
+            session_id,
             provider_id: provider,
             method_name: method,
             deadline_ms: landed.query.deadline_ms,
@@ -564,7 +557,15 @@ fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Arra
 }
 
 fn rearm(rt: &Runtime) {
-    rt.arm(rt.inspect(|s| s.flights.next_due()).flatten());
+    rt.arm(
+        rt.inspect(|s| s.flights.next_due()).flatten(),
+        monotonic_now,
+    );
+}
+
+/// Arm the timer for the earliest due flight, `now` being the clock's reading.
+fn rearm_at(rt: &Runtime, now: f64) {
+    rt.arm(rt.inspect(|s| s.flights.next_due()).flatten(), || now);
 }
 
 /// Remove the guard: restore its methods, drop its listener, reject its flights.

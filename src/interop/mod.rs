@@ -82,8 +82,6 @@ extern "C" {
     fn deliver(work: &Array);
     #[wasm_bindgen(js_name = armTimer)]
     fn arm_timer(delay_ms: f64);
-    #[wasm_bindgen(js_name = idleTimer)]
-    fn idle_timer();
     #[wasm_bindgen(js_name = logLater)]
     fn log_later(log: &Function, text: &str);
     #[wasm_bindgen(js_name = shapes)]

@@ -35,8 +35,8 @@ use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
 use super::{
-    arm_timer, configure, idle_timer, inbox, inspect, make_insert_observer, make_method,
-    make_pre_step, monotonic_now, plugin, raise, recover, to_js, to_js_error,
+    arm_timer, configure, inbox, inspect, make_insert_observer, make_method, make_pre_step,
+    monotonic_now, plugin, raise, recover, to_js, to_js_error,
 };
 use crate::error::Error;
 use crate::recovery::Plan;
@@ -154,7 +154,7 @@ impl Role {
 }
 
 type Dispatch = dyn Fn(u32, JsValue, JsValue, Array) -> JsValue;
-type Begin = dyn Fn(u32, f64, Option<String>, Option<String>, bool) -> f64;
+type Begin = dyn Fn(u32, f64, bool) -> f64;
 
 /// The runtime of this instance; reached through [`with`].
 pub(super) struct Runtime {
@@ -166,7 +166,7 @@ pub(super) struct Runtime {
     /// Owned here and never read: JavaScript calls them (see `configure`), so
     /// they live as long as the runtime.
     _entries: Entries,
-    /// The due time the deadline timer is armed for, while it is.
+    /// The time the deadline timer fires at, while it is set.
     armed_for: Cell<Option<f64>>,
     /// The recovery's backoff, while the guard is down and waits to recover.
     recovery: RefCell<Option<Timeout>>,
@@ -176,8 +176,8 @@ pub(super) struct Runtime {
 #[allow(dead_code)]
 struct Entries {
     dispatch: Closure<Dispatch>,
-    /// The registry's call returned: `(guard, startedAt, requestId, agentId,
-    /// unannounced) → key`, or -1 to leave it unguarded.
+    /// The registry's call returned: `(guard, startedAt, unannounced) → key`, or
+    /// -1 to leave it unguarded.
     begin: Closure<Begin>,
     /// A flight's registry promise settled first: `(key)`.
     settle: Closure<dyn Fn(f64)>,
@@ -230,16 +230,10 @@ impl Runtime {
                 }
             },
         );
-        let begin = Closure::<Begin>::new(
-            |guard: u32,
-             started_at: f64,
-             request_id: Option<String>,
-             agent_id: Option<String>,
-             unannounced: bool| {
-                fault::check(Point::Begin);
-                with(|rt| inspect::begin(rt, guard, started_at, request_id, agent_id, unannounced))
-            },
-        );
+        let begin = Closure::<Begin>::new(|guard: u32, started_at: f64, unannounced: bool| {
+            fault::check(Point::Begin);
+            with(|rt| inspect::begin(rt, guard, started_at, unannounced))
+        });
         let settle = Closure::<dyn Fn(f64)>::new(|key: f64| {
             fault::check(Point::Settle);
             with(|rt| inspect::settle(rt, key));
@@ -382,7 +376,7 @@ impl Runtime {
         fault::check(role.point());
         let none = Ok(JsValue::UNDEFINED);
         match role {
-            Role::Unbound => inspect::unbound(self, id, previous, this, args),
+            Role::Unbound => Ok(inspect::unbound(self, id, args)),
             Role::Refused => Ok(inspect::refused(self, id, previous, args)),
             Role::Claim => inbox::claim(self, id, previous, this, args),
             Role::PreStep => {
@@ -405,35 +399,37 @@ impl Runtime {
         }
     }
 
-    /// Arm the deadline timer for `due` (ms on the monotonic clock), or let it go for `None`.
+    /// Arm the deadline timer for `due` (ms on the monotonic clock; `now()` reads
+    /// it), when nothing set fires by then.
     ///
-    /// An armed timer due no later than `due` is kept: when it fires, the flights
+    /// A timer set to fire no later than `due` is kept: when it fires, the flights
     /// still waiting arm it again. It never sleeps longer than [`MAX_SLEEP_MS`].
-    pub(super) fn arm(&self, due: Option<f64>) {
-        let now = monotonic_now();
-        match (due, self.armed_for.get()) {
-            (None, None) => {}
-            (None, Some(_)) => {
-                self.armed_for.set(None);
-                idle_timer();
-            }
-            (Some(due), Some(armed)) if armed <= due => {}
-            (Some(due), _) => {
-                let fire_at = due.min(now + MAX_SLEEP_MS);
-                self.armed_for.set(Some(fire_at));
-                arm_timer((fire_at - now).max(0.0).ceil());
-            }
+    /// With nothing due it is left set: the JavaScript side lets it go (unref'd)
+    /// with the last flight and holds it again with the next, so most queries,
+    /// which settle long before it would fire, never touch it. A late firing
+    /// finds nothing due.
+    pub(super) fn arm(&self, due: Option<f64>, now: impl FnOnce() -> f64) {
+        let Some(due) = due else {
+            return;
+        };
+        if self.armed_for.get().is_some_and(|armed| armed <= due) {
+            return;
         }
+        let now = now();
+        let fire_at = due.min(now + MAX_SLEEP_MS);
+        self.armed_for.set(Some(fire_at));
+        arm_timer((fire_at - now).max(0.0).ceil());
     }
 
-    /// The timer fired: it is no longer armed.
+    /// The timer fired: it is no longer set.
     pub(super) fn fired(&self) {
         self.armed_for.set(None);
     }
 
-    /// Whether the deadline timer is armed (for tests and diagnostics).
+    /// Whether the deadline timer is set and keeps the process alive (a flight
+    /// waits), for tests and diagnostics.
     pub(super) fn timer_armed(&self) -> bool {
-        self.armed_for.get().is_some()
+        self.armed_for.get().is_some() && self.inspect(|s| s.in_flight() > 0) == Some(true)
     }
 
     /// Wait `after_ms`, then recover (the supervisor applies every live mount again).
