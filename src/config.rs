@@ -407,7 +407,7 @@ impl Section {
         Err(Error::InvalidConfig {
             field,
             value: value.render(),
-            expected: format!("no such key (known keys: {})", known.join(", ")),
+            expected: format!("no such key (known keys: {})", crate::error::listed(known)),
         })
     }
 }

@@ -122,7 +122,7 @@ impl fmt::Display for Error {
             Error::HostShape { target, missing } => write!(
                 f,
                 "{target} lacks {} that harness-guard relies on; left untouched",
-                missing.join(", ")
+                listed(missing)
             ),
             // The three client-query messages are read by the model; their wording is
             // part of the public contract.
@@ -190,6 +190,18 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// `items` separated by `, ` (written out: `join`'s generic code is a kilobyte of `.wasm`).
+pub fn listed(items: &[&str]) -> String {
+    let mut out = String::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(item);
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {

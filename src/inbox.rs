@@ -4,12 +4,10 @@
 //! that throws or a revoked Proxy reads as [`Field::Unreadable`]); everything
 //! after that is decided here, on plain types.
 
-use serde::Serialize;
-
 use crate::config::Mode;
 
 /// The numbers of the boundary's shape codes. The JavaScript reader gets them
-/// (with the field names) from [`SHAPE_LAYOUT`], so the two cannot drift.
+/// (with the field names) from [`SHAPE_LAYOUT_JSON`], so the two cannot drift.
 pub mod code {
     /// Field codes (4 bits each).
     pub const MISSING: u32 = 0;
@@ -64,74 +62,13 @@ pub const USER_ROLE: &str = "user";
 /// The key of `source` that must hold a string.
 pub const SOURCE_KIND_KEY: &str = "kind";
 
-/// The shape-code layout, as the JavaScript reader receives it.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShapeLayout {
-    fields: [&'static str; 4],
-    shifts: [u32; 4],
-    role: &'static str,
-    kind_key: &'static str,
-    missing: u32,
-    empty_string: u32,
-    string: u32,
-    expected: u32,
-    array: u32,
-    object_kind_string: u32,
-    object: u32,
-    other: u32,
-    unreadable: u32,
-    types: TypeCodes,
-}
-
-/// Type codes by `typeof` name (and the few names `typeof` does not tell apart).
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TypeCodes {
-    string: u32,
-    finite: u32,
-    non_finite: u32,
-    boolean: u32,
-    bigint: u32,
-    null: u32,
-    undefined: u32,
-    symbol: u32,
-    function: u32,
-    array: u32,
-    object: u32,
-    unreadable: u32,
-}
-
-/// The layout [`Probe::from_code`] decodes.
-pub const SHAPE_LAYOUT: ShapeLayout = ShapeLayout {
-    fields: MESSAGE_FIELDS,
-    shifts: code::SHIFTS,
-    role: USER_ROLE,
-    kind_key: SOURCE_KIND_KEY,
-    missing: code::MISSING,
-    empty_string: code::EMPTY_STRING,
-    string: code::STRING,
-    expected: code::EXPECTED,
-    array: code::ARRAY,
-    object_kind_string: code::OBJECT_KIND_STRING,
-    object: code::OBJECT,
-    other: code::OTHER,
-    unreadable: code::UNREADABLE,
-    types: TypeCodes {
-        string: code::T_STRING,
-        finite: code::T_FINITE,
-        non_finite: code::T_NON_FINITE,
-        boolean: code::T_BOOLEAN,
-        bigint: code::T_BIGINT,
-        null: code::T_NULL,
-        undefined: code::T_UNDEFINED,
-        symbol: code::T_SYMBOL,
-        function: code::T_FUNCTION,
-        array: code::T_ARRAY,
-        object: code::T_OBJECT,
-        unreadable: code::T_UNREADABLE,
-    },
-};
+/// The shape-code layout as the JavaScript reader receives it (`K.shape`), as
+/// JSON: the field names, the role a message has, the key of `source` that must be
+/// a string, and every number of [`code`], type codes by `typeof` name. Written out
+/// here rather than serialized at run time (a third of a kilobyte of `.wasm`
+/// instead of two); a test checks it against the constants above, so the two
+/// cannot drift.
+pub const SHAPE_LAYOUT_JSON: &str = r#"{"fields":["id","role","content","source"],"shifts":[4,8,12,16],"role":"user","kindKey":"kind","missing":0,"emptyString":1,"string":2,"expected":3,"array":4,"objectKindString":5,"object":6,"other":7,"unreadable":8,"types":{"string":0,"finite":1,"nonFinite":2,"boolean":3,"bigint":4,"null":5,"undefined":6,"symbol":7,"function":8,"array":9,"object":10,"unreadable":11}}"#;
 
 /// One property of an inbox entry, as read off JavaScript.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -409,6 +346,42 @@ mod tests {
         let mut p = message();
         f(&mut p);
         p
+    }
+
+    #[test]
+    fn the_layout_handed_to_javascript_is_the_constants() {
+        let layout: serde_json::Value =
+            serde_json::from_str(SHAPE_LAYOUT_JSON).unwrap_or(serde_json::Value::Null);
+        let expected = serde_json::json!({
+            "fields": MESSAGE_FIELDS,
+            "shifts": code::SHIFTS,
+            "role": USER_ROLE,
+            "kindKey": SOURCE_KIND_KEY,
+            "missing": code::MISSING,
+            "emptyString": code::EMPTY_STRING,
+            "string": code::STRING,
+            "expected": code::EXPECTED,
+            "array": code::ARRAY,
+            "objectKindString": code::OBJECT_KIND_STRING,
+            "object": code::OBJECT,
+            "other": code::OTHER,
+            "unreadable": code::UNREADABLE,
+            "types": {
+                "string": code::T_STRING,
+                "finite": code::T_FINITE,
+                "nonFinite": code::T_NON_FINITE,
+                "boolean": code::T_BOOLEAN,
+                "bigint": code::T_BIGINT,
+                "null": code::T_NULL,
+                "undefined": code::T_UNDEFINED,
+                "symbol": code::T_SYMBOL,
+                "function": code::T_FUNCTION,
+                "array": code::T_ARRAY,
+                "object": code::T_OBJECT,
+                "unreadable": code::T_UNREADABLE,
+            },
+        });
+        assert_eq!(layout, expected);
     }
 
     #[test]

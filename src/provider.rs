@@ -208,7 +208,7 @@ impl Weight for Violation {
 }
 
 /// Of `records` (oldest first), the newest that fit in [`MAX_ANSWER_CHARS`], oldest first.
-pub fn bounded<R: Weight>(mut records: Vec<&R>) -> Vec<&R> {
+pub fn bounded<R: Weight>(records: Vec<&R>) -> Vec<&R> {
     let mut total = 0;
     let mut keep = 0;
     for record in records.iter().rev() {
@@ -218,8 +218,8 @@ pub fn bounded<R: Weight>(mut records: Vec<&R>) -> Vec<&R> {
         }
         keep += 1;
     }
-    records.drain(..records.len() - keep);
-    records
+    let skip = records.len() - keep;
+    records.into_iter().skip(skip).collect()
 }
 
 #[cfg(test)]

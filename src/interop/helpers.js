@@ -25,12 +25,12 @@
 import { fail, faultFacts, hooks, life } from './supervisor.js'
 
 /**
- * A new instance: its constants (field names, event names, texts), and the
- * entry points every trampoline of this generation calls.
+ * A new instance: its constants (field names, event names, texts, and the
+ * shape-code layout), and the entry points every trampoline of this generation calls.
  */
-export function configure(constants, dispatch, begin, settle, tick) {
+export function configure(constants, shape, dispatch, begin, settle, tick) {
   life.gen += 1
-  life.K = constants
+  life.K = { ...constants, shape }
   life.dispatch = dispatch
   life.begin = begin
   life.settle = settle

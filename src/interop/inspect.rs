@@ -488,14 +488,16 @@ pub(super) fn tick(rt: &Runtime) -> Array {
     let ended = rt
         .inspect(|s| s.flights.expire_at_most(now, EXPIRY_CHUNK))
         .unwrap_or_default();
-    let work = end_flights(rt, ended.into_iter().map(|(key, _)| key));
+    let work = end_flights(rt, ended.into_iter().map(|(key, _)| key).collect());
     rearm(rt);
     work
 }
 
 /// Land the guard's endings, build their errors and record their reports. Returns
 /// the rest as work for `deliver` (helpers.js): `[flight, code, message, …]`.
-fn end_flights(rt: &Runtime, ended: impl IntoIterator<Item = FlightKey>) -> Array {
+/// (Kept out of line: the deadline timer and disposal both call it.)
+#[inline(never)]
+fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
     let work = Array::new();
     for key in ended {
         let Some((landed, sink)) = rt

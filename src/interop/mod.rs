@@ -33,6 +33,7 @@ use crate::error::Error;
 extern "C" {
     fn configure(
         constants: &JsValue,
+        shape: &JsValue,
         dispatch: &Function,
         begin: &Function,
         settle: &Function,

@@ -205,7 +205,6 @@ struct Constants {
     recovered_line: &'static str,
     refusal_code: &'static str,
     refusal_message: String,
-    shape: &'static crate::inbox::ShapeLayout,
 }
 
 thread_local! {
@@ -218,6 +217,7 @@ pub(super) fn with<R>(f: impl FnOnce(&Runtime) -> R) -> R {
 }
 
 impl Runtime {
+    #[inline(never)]
     fn new() -> Self {
         let dispatch: Closure<Dispatch> = Closure::new(
             |token: u32, previous: JsValue, this: JsValue, args: Array| match with(|rt| {
@@ -263,8 +263,8 @@ impl Runtime {
                 refusal_message: "harness-guard recovered 5 times in 10 minutes and faulted again: it is not \
                                   mounted again until the process restarts"
                     .into(),
-                shape: &crate::inbox::SHAPE_LAYOUT,
             }),
+            &js_sys::JSON::parse(crate::inbox::SHAPE_LAYOUT_JSON).unwrap_or(JsValue::UNDEFINED),
             dispatch.as_ref().unchecked_ref(),
             begin.as_ref().unchecked_ref(),
             settle.as_ref().unchecked_ref(),
