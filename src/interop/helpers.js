@@ -28,9 +28,9 @@ import { fail, faultFacts, hooks, life } from './supervisor.js'
  * A new instance: its constants (field names, event names, texts, and the
  * shape-code layout), and the entry points every trampoline of this generation calls.
  */
-export function configure(constants, shape, dispatch, begin, settle, tick) {
+export function configure(constants, shape, repairSource, dispatch, begin, settle, tick) {
   life.gen += 1
-  life.K = { ...constants, shape }
+  life.K = { ...constants, shape, repairSource }
   life.dispatch = dispatch
   life.begin = begin
   life.settle = settle
@@ -540,8 +540,16 @@ function coded(code, message) {
 }
 
 /**
+ * What a pending entry the guard ended is settled with: its wait ends quietly
+ * (the registry's own result is never read; the caller gets the guard's error),
+ * so the registry builds no error of its own per query. Shared, and frozen.
+ */
+const ENDED = Object.freeze({ ok: true, data: undefined })
+
+/**
  * End one flight: the caller gets the coded error, and the registry's pending
- * entry is settled as its own abort path settles it (removed, its wait ended,
+ * entry is removed and settled, as its own abort path removes and settles it
+ * (its wait ended, which takes its listener off the caller's signal;
  * `cordis/inspect-query-resolved` emitted once), so nothing of the query stays.
  */
 function end(flight, code, message) {
@@ -553,7 +561,7 @@ function end(flight, code, message) {
     entry = pending.get(requestId)
     if (entry === undefined) return
     pending.delete(requestId)
-    entry.settle({ ok: false, reason: 'cancelled', message })
+    entry.settle(ENDED)
   } catch {
     return
   }
@@ -708,6 +716,20 @@ export function plainCopy(value) {
   try {
     const text = JSON.stringify(value)
     return text === undefined ? undefined : JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The user message a scalar becomes (Rust decided it is one): made by the host's
+ * `createUserMessage` from `String(value)` verbatim and the source Rust handed
+ * over, with `summary`. Rust judges what comes back; `undefined` if the host threw.
+ */
+export function repairMessage(create, value, summary) {
+  try {
+    const text = typeof value === 'string' ? value : String(value)
+    return create({ content: [{ type: 'text', text }], source: { ...life.K.repairSource, summary } })
   } catch {
     return undefined
   }

@@ -25,14 +25,15 @@ use wasm_bindgen::JsCast;
 use super::patch::PatchHandle;
 use super::runtime::{forward, token, Role, Runtime};
 use super::{
-    at, emit, get, get_fn, get_string, hold, is_array, length, object, patch_claim, plain_copy,
-    release, render_head, safe_string, shape, shapes, stale_patches, to_index, vouched,
+    at, emit_with, get, get_fn, get_string, hold, is_array, length, object, patch_claim,
+    plain_copy, release, render_head, repair_message, safe_string, shape, shapes, stale_patches,
+    to_index, vouched,
 };
 use crate::config::{InboxConfig, Mode};
 use crate::echo::{escape, preview};
 use crate::idmap::IdMap;
 use crate::inbox::{
-    classify, decide, judge_copy, repair_summary, Action, Class, Probe, MESSAGE_CODE, REPAIR_SOURCE,
+    classify, decide, judge_copy, repair_summary, Action, Class, Probe, MESSAGE_CODE,
 };
 use crate::ledger::{Ledger, Violation};
 use crate::sightings::{Fingerprint, Seen, Sightings};
@@ -610,28 +611,13 @@ impl Rendered {
 }
 
 /// The user message a scalar becomes, made by the host's `createUserMessage`
-/// from `{ content: [{ type: 'text', text }], source }`, with `text` the value's
-/// `String()` verbatim; `None` if the host refused to make a usable one.
+/// from `{ content: [{ type: 'text', text }], source }` (`source` is
+/// [`crate::inbox::REPAIR_SOURCE`] with `summary`), with `text` the value's
+/// `String()` verbatim; `None` if the host refused to make a usable one. The
+/// input is put together on the JavaScript side (`repairMessage`): one crossing
+/// instead of a dozen.
 fn repaired(cx: &Ctx, value: &JsValue, probe: &Probe) -> Option<JsValue> {
-    let text: JsValue = if value.is_string() {
-        value.clone()
-    } else {
-        safe_string(value).into()
-    };
-    let part = object(&[("type", &"text".into()), ("text", &text)]);
-    let summary = JsValue::from_str(&repair_summary(probe));
-    let [kind, plugin, form] = REPAIR_SOURCE.map(|(key, value)| (key, JsValue::from_str(value)));
-    let source = object(&[
-        (kind.0, &kind.1),
-        (plugin.0, &plugin.1),
-        (form.0, &form.1),
-        ("summary", &summary),
-    ]);
-    let input = object(&[("content", &Array::of1(&part)), ("source", &source)]);
-    let message = cx
-        .create_user_message
-        .call1(&JsValue::UNDEFINED, &input)
-        .ok()?;
+    let message = repair_message(&cx.create_user_message, value, &repair_summary(probe));
     (classify(&Probe::from_code(shape(&message))) == Class::Message).then_some(message)
 }
 
@@ -670,47 +656,54 @@ fn record(
         value_id: sighting.id(),
         repeat: !sighting.is_new(),
     };
-    let text = format!(
-        "{} inbox entry in session {} ({}): {} “{}” {}",
-        match place.origin {
-            "durable" => "durable write of a non-message",
-            "pending" => "pending non-message",
-            _ => "claimed non-message",
-        },
-        label(violation.session_id.as_deref().unwrap_or_default()),
-        match (place.origin, violation.seq, &violation.target) {
-            ("durable", Some(seq), Some(t)) => format!(
-                "log seq {}, {}[{}]",
-                crate::config::render_number(seq),
-                escape(t),
-                violation.index
-            ),
-            (_, _, Some(t)) => format!("{}[{}]", escape(t), violation.index),
-            _ => format!("claimed position {}", violation.index),
-        },
-        violation.value_kind,
-        violation.preview,
-        match (action, place.origin, cx.mode) {
-            (Action::Repair, ..) => "repaired into a user message",
-            (Action::Drop, ..) => "dropped (quarantined)",
-            // The write is committed history: the guard acts when the entry is claimed.
-            (_, "durable", Mode::Repair | Mode::Quarantine) => {
-                "recorded (observed); it is repaired or dropped when the agent claims it"
-            }
-            _ => "left as it is (observed)",
-        }
-    );
     let session_id = violation.session_id.clone().unwrap_or_default();
+    let text = || {
+        format!(
+            "{} inbox entry in session {} ({}): {} “{}” {}",
+            match place.origin {
+                "durable" => "durable write of a non-message",
+                "pending" => "pending non-message",
+                _ => "claimed non-message",
+            },
+            label(violation.session_id.as_deref().unwrap_or_default()),
+            match (place.origin, violation.seq, &violation.target) {
+                ("durable", Some(seq), Some(t)) => format!(
+                    "log seq {}, {}[{}]",
+                    crate::config::render_number(seq),
+                    escape(t),
+                    violation.index
+                ),
+                (_, _, Some(t)) => format!("{}[{}]", escape(t), violation.index),
+                _ => format!("claimed position {}", violation.index),
+            },
+            violation.value_kind,
+            violation.preview,
+            match (action, place.origin, cx.mode) {
+                (Action::Repair, ..) => "repaired into a user message",
+                (Action::Drop, ..) => "dropped (quarantined)",
+                // The write is committed history: the guard acts when the entry is claimed.
+                (_, "durable", Mode::Repair | Mode::Quarantine) => {
+                    "recorded (observed); it is repaired or dropped when the agent claims it"
+                }
+                _ => "left as it is (observed)",
+            }
+        )
+    };
+    warn_with(cx, &session_id, &text);
     if let Ok(mut ledger) = cx.ledger.try_borrow_mut() {
         ledger.push(violation);
     }
-    warn(cx, &session_id, &text);
 }
 
 /// Log a warn line about `session_id` once the guard returns to JavaScript,
 /// within the per-session bound.
 fn warn(cx: &Ctx, session_id: &str, text: &str) {
+    warn_with(cx, session_id, &|| text.to_owned());
+}
+
+/// [`warn`], the line made only when it is written.
+fn warn_with(cx: &Ctx, session_id: &str, text: &dyn Fn() -> String) {
     if let Some(w) = &cx.warn {
-        super::runtime::with(|rt| emit(rt, w, session_id, text));
+        super::runtime::with(|rt| emit_with(rt, w, session_id, text));
     }
 }

@@ -30,9 +30,9 @@ use wasm_bindgen::JsCast;
 use super::patch::PatchHandle;
 use super::runtime::{token, with, Role, Runtime};
 use super::{
-    at, call, disposer_of, emit, flight_of, get, get_fn, get_string, hold, length, make_announcer,
-    monotonic_now, object, open_mount, original_of, patch_query, patch_resolve, raw_config,
-    release, take_flight, text_of, to_js,
+    at, call, disposer_of, emit, emit_with, flight_of, get, get_fn, get_string, hold, length,
+    make_announcer, monotonic_now, object, open_mount, original_of, patch_query, patch_resolve,
+    raw_config, release, take_flight, text_of, to_js,
 };
 use crate::config::{self, InspectConfig};
 use crate::echo::escape;
@@ -57,16 +57,18 @@ pub(super) struct Sink {
 
 impl Sink {
     /// Record a report (the ledger, `onReport`) and log its warn line.
-    fn report(&self, report: InspectReport, text: &str) {
+    /// Record a report (the ledger, `onReport`) and log its warn line, `text(report)`,
+    /// made only when the line is written (a burst of endings is mostly left out).
+    fn report(&self, report: InspectReport, text: &dyn Fn(&InspectReport) -> String) {
         if let Some(on_report) = &self.on_report {
             let _ = on_report.call1(&JsValue::UNDEFINED, &to_js(&report));
         }
-        let session = report.session_id.clone().unwrap_or_default();
+        if let Some(warn) = &self.warn {
+            let session = report.session_id.as_deref().unwrap_or_default();
+            with(|rt| emit_with(rt, warn, session, &|| text(&report)));
+        }
         if let Ok(mut ledger) = self.ledger.try_borrow_mut() {
             ledger.push(report);
-        }
-        if let Some(warn) = &self.warn {
-            with(|rt| emit(rt, warn, &session, text));
         }
     }
 }
@@ -437,11 +439,12 @@ fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>, key: Opt
         at: js_sys::Date::now(),
         reason: None,
     };
-    let text = format!(
-        "refused a page answer for {} without a bound agent (it would have thrown a TypeError)",
-        describe(&report)
-    );
-    sink.report(report, &text);
+    sink.report(report, &|report| {
+        format!(
+            "refused a page answer for {} without a bound agent (it would have thrown a TypeError)",
+            describe(report)
+        )
+    });
 }
 
 /// A report's request, for a log line (escaped: ids and names come from the host and the page).
@@ -499,6 +502,8 @@ pub(super) fn tick(rt: &Runtime) -> Array {
 #[inline(never)]
 fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
     let work = Array::new();
+    // A burst of endings of one query shape shares one message string.
+    let mut last_message: Option<(String, JsValue)> = None;
     for key in ended {
         let Some((landed, sink)) = rt
             .inspect(|s| {
@@ -533,27 +538,33 @@ fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
                 _ => None,
             },
         };
-        let why = match &ending {
-            Ending::Deadline => format!("no page answered within {}ms", report.deadline_ms),
-            Ending::Refused(Refusal::Page { reason, message }) => {
-                format!("the page refused ({}: {})", escape(reason), escape(message))
+        let code = error.code();
+        sink.report(report, &|report| {
+            let why = match &ending {
+                Ending::Deadline => format!("no page answered within {}ms", report.deadline_ms),
+                Ending::Refused(Refusal::Page { reason, message }) => {
+                    format!("the page refused ({}: {})", escape(reason), escape(message))
+                }
+                Ending::Refused(r) => format!("the page refused ({})", r.reason()),
+                Ending::Disposed => "the guard was stopped while it waited".to_owned(),
+            };
+            format!(
+                "client inspect {} rejected with {code}: {why}",
+                describe(report)
+            )
+        });
+        let text = error.to_string();
+        let message = match &last_message {
+            Some((previous, js)) if *previous == text => js.clone(),
+            _ => {
+                let js = JsValue::from_str(&text);
+                last_message = Some((text, js.clone()));
+                js
             }
-            Ending::Refused(r) => format!("the page refused ({})", r.reason()),
-            Ending::Disposed => "the guard was stopped while it waited".to_owned(),
         };
-        let text = format!(
-            "client inspect {} rejected with {}: {why}",
-            describe(&report),
-            error.code()
-        );
-        sink.report(report, &text);
-        for part in [
-            flight,
-            JsValue::from_str(error.code()),
-            JsValue::from_str(&error.to_string()),
-        ] {
-            work.push(&part);
-        }
+        work.push(&flight);
+        work.push(&JsValue::from_str(wasm_bindgen::intern(code)));
+        work.push(&message);
     }
     work
 }

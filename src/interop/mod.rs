@@ -34,6 +34,7 @@ extern "C" {
     fn configure(
         constants: &JsValue,
         shape: &JsValue,
+        repair_source: &JsValue,
         dispatch: &Function,
         begin: &Function,
         settle: &Function,
@@ -91,6 +92,8 @@ extern "C" {
     fn shape(value: &JsValue) -> u32;
     #[wasm_bindgen(js_name = plainCopy)]
     fn plain_copy(value: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = repairMessage)]
+    fn repair_message(create: &Function, value: &JsValue, summary: &str) -> JsValue;
     #[wasm_bindgen(catch)]
     fn snapshot(value: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = safeString)]
@@ -242,13 +245,18 @@ fn patch_owner() -> &'static str {
 /// Log `text`, a line about `session` (`""` when none), once the guard returns to
 /// JavaScript, within the per-session bound (see [`crate::throttle`]).
 fn emit(rt: &runtime::Runtime, log: &Function, session: &str, text: &str) {
+    emit_with(rt, log, session, &|| text.to_owned());
+}
+
+/// [`emit`], the line made only when it is written (most of a flood is left out).
+fn emit_with(rt: &runtime::Runtime, log: &Function, session: &str, text: &dyn Fn() -> String) {
     use crate::throttle::{left_out_notice, suppressed_notice, Admit};
     match rt.admit_line(session) {
         Admit::Write { left_out } => {
             if left_out > 0 {
                 log_later(log, &left_out_notice(session, left_out));
             }
-            log_later(log, text);
+            log_later(log, &text());
         }
         Admit::Notice => log_later(log, &suppressed_notice(session)),
         Admit::Skip => {}

@@ -265,6 +265,7 @@ impl Runtime {
                     .into(),
             }),
             &js_sys::JSON::parse(crate::inbox::SHAPE_LAYOUT_JSON).unwrap_or(JsValue::UNDEFINED),
+            &super::object(&crate::inbox::REPAIR_SOURCE.map(|(key, value)| (key, JsValue::from_str(value))).each_ref().map(|(k, v)| (*k, v))),
             dispatch.as_ref().unchecked_ref(),
             begin.as_ref().unchecked_ref(),
             settle.as_ref().unchecked_ref(),
