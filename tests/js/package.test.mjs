@@ -135,24 +135,49 @@ function neighbours(version) {
   return list.filter(v => semver.valid(v))
 }
 
-/** What is wrong with a peer range, given the versions tested: tested ones it turns away, untested neighbours it admits. */
+/**
+ * What is wrong with a peer range, given the versions tested. Release-candidate
+ * peers list exactly the tested versions (npm matches a prerelease only within
+ * its own x.y.z): every tested one admitted, no untested neighbour. A stable
+ * peer takes a caret range from the lowest tested version, as the host's own
+ * packages write it: every tested version, the next patch and minor admitted;
+ * the version before and the next major turned away.
+ */
 function peerRangeProblems(range, tested) {
+  const turnedAway = tested.filter(v => !semver.satisfies(v, range, NPM)).map(v => `turns away the tested ${v}`)
+  if (tested.every(v => semver.prerelease(v) === null)) {
+    const lowest = semver.sort([...tested])[0]
+    const { major, minor, patch } = semver.parse(lowest)
+    const admit = [`${major}.${minor}.${patch + 1}`, `${major}.${minor + 1}.0`]
+    const refuse = [`${major + 1}.0.0`, ...neighbours(lowest).filter(v => semver.lt(v, lowest))]
+    return [
+      ...(range === `^${lowest}` ? [] : [`is not the caret range ^${lowest}`]),
+      ...turnedAway,
+      ...admit.filter(v => !semver.satisfies(v, range, NPM)).map(v => `turns away the compatible ${v}`),
+      ...refuse.filter(v => semver.satisfies(v, range, NPM)).map(v => `admits ${v}`),
+    ]
+  }
   const outside = [...new Set(tested.flatMap(neighbours))].filter(v => !tested.includes(v))
   return [
-    ...tested.filter(v => !semver.satisfies(v, range, NPM)).map(v => `turns away the tested ${v}`),
+    ...turnedAway,
     ...outside.filter(v => semver.satisfies(v, range, NPM)).map(v => `admits the untested ${v}`),
   ]
 }
 
-test('control: the former peer ranges turn away the newest tested host release, and a caret range admits untested versions', () => {
+test('control: the former peer ranges turn away the newest tested host release; an exact stable pin or a caret from an untested version is refused', () => {
   // The ranges the package shipped before the second rig: npm refuses a
-  // prerelease of another x.y.z (0.1.1-rc.2 against `>=0.1.0-rc.8 <0.2.0`),
-  // and `^4.0.1` admits cordis releases no suite ran against.
+  // prerelease of another x.y.z (0.1.1-rc.2 against `>=0.1.0-rc.8 <0.2.0`);
+  // an exact `4.0.4` turns a patch release of cordis away, and `^4.0.1`
+  // starts below what any suite ran against.
   const agent = testedVersions('@deepseek-ai/dsh-agent')
   assert.ok(agent.length >= 2, `the rigs hold two dsh-agent releases (${agent.join(', ')})`)
   assert.ok(agent.some(v => !semver.satisfies(v, '>=0.1.0-rc.8 <0.2.0', NPM)), `npm turns one of ${agent.join(', ')} away from ">=0.1.0-rc.8 <0.2.0"`)
   assert.ok(peerRangeProblems('>=0.1.0-rc.8 <0.2.0', agent).some(p => p.startsWith('turns away the tested')))
-  assert.ok(peerRangeProblems('^4.0.1', testedVersions('@deepseek-ai/cordis')).some(p => p.startsWith('admits the untested')))
+  const cordis = testedVersions('@deepseek-ai/cordis')
+  assert.ok(peerRangeProblems('^4.0.1', cordis).some(p => p.startsWith('is not the caret range')))
+  assert.ok(peerRangeProblems('4.0.4', cordis).some(p => p.startsWith('turns away the compatible 4.0.5')))
+  assert.ok(peerRangeProblems('>=4.0.4', cordis).some(p => p.startsWith('admits 5.0.0')))
+  assert.deepEqual(peerRangeProblems('^4.0.4', cordis), [])
   // The neighbours: both sides of each tested version, at every level.
   assert.deepEqual(neighbours('0.1.1-rc.2').sort(), ['0.1.0', '0.1.1-rc.1', '0.1.1-rc.3', '0.1.1', '0.1.2-rc.1', '0.1.2', '0.2.0-rc.1', '0.2.0', '1.0.0'].sort())
   assert.deepEqual(neighbours('4.0.4').sort(), ['4.0.3', '4.0.5-rc.1', '4.0.5', '4.1.0-rc.1', '4.1.0', '5.0.0'].sort())
@@ -275,7 +300,7 @@ describe('the tarball', () => {
 
   test('package.json: each peer range admits every host version installed in either rig, read with npm\'s semver, and no version next to them', () => {
     const peers = manifest.peerDependencies ?? {}
-    assert.deepEqual(Object.keys(peers).sort(), ['@deepseek-ai/cordis', ...HARNESS_PEERS, '@deepseek-ai/dsh-tools'].sort(), 'the peers')
+    assert.deepEqual(Object.keys(peers).sort(), ['@deepseek-ai/cordis', ...HARNESS_PEERS, '@deepseek-ai/dsh-tools', '@deepseek-ai/dsh-commands'].sort(), 'the peers')
     const problems = Object.entries(peers).flatMap(([name, range]) => peerRangeProblems(range, testedVersions(name)).map(p => `${name} "${range}" ${p}`))
     assert.deepEqual(problems, [])
     // The two rigs are two host releases, not one twice.
