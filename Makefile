@@ -32,7 +32,7 @@ VERSION := $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' pkg-template/package.
 TARBALL := dist/cordis-plugin-harness-guard-$(VERSION).tgz
 INSTALLED := $(RIG)/node_modules/cordis-plugin-harness-guard/package.json
 NEXT_INSTALLED := $(NEXT)/node_modules/cordis-plugin-harness-guard/package.json
-SOURCES := Cargo.toml Cargo.lock $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE
+SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE
 
 .PHONY: pkg pkg-faults pack demo test bench tools rig lint test-rust test-wasm test-js test-js-next test-readme readme-record clean .wasm-target
 

@@ -29,8 +29,9 @@ pub const MAX_LIMIT: usize = 1000;
 /// well inside what a tool result should bring into the model's context.
 pub const MAX_ANSWER_CHARS: usize = 48_000;
 
-/// The manifest registered with `cordisInspect.register`, as JSON.
-pub const MANIFEST: &str = include_str!("provider.json");
+/// The manifest registered with `cordisInspect.register`, as JSON: `provider.json`
+/// without the whitespace between its tokens (see `build.rs`).
+pub const MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/provider.min.json"));
 
 /// A method of the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,6 +290,17 @@ mod tests {
         );
         let small: Vec<Violation> = (0..3).map(|i| violation(&i.to_string())).collect();
         assert_eq!(bounded(small.iter().collect()).len(), 3);
+    }
+
+    #[test]
+    fn the_embedded_manifest_is_provider_json_minified() {
+        let source: serde_json::Value =
+            serde_json::from_str(include_str!("provider.json")).unwrap_or_default();
+        let embedded: serde_json::Value = serde_json::from_str(MANIFEST).unwrap_or_default();
+        assert!(source.is_object(), "provider.json parses");
+        assert_eq!(embedded, source, "the same JSON value");
+        assert!(MANIFEST.len() < include_str!("provider.json").len());
+        assert!(!MANIFEST.contains('\n'), "no line breaks left");
     }
 
     #[test]

@@ -27,7 +27,7 @@
 //! running (more than [`MAX_SESSIONS`] sessions warned within one window), its
 //! session may write another [`LINES_PER_WINDOW`] lines in what remains of it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::echo::escape;
 
@@ -102,11 +102,73 @@ impl Window {
     }
 }
 
+/// The windows by session: a `Vec` kept sorted by session, searched by
+/// bisection. A new session's window is an insert that moves at most
+/// [`MAX_SESSIONS`] entries, on a path that writes a log line anyway; it keeps a
+/// third `HashMap` instantiation (with hashbrown's rehashing) out of the `.wasm`.
+#[derive(Debug, Default)]
+struct Windows {
+    entries: Vec<(String, Window)>,
+}
+
+impl Windows {
+    fn find(&self, session: &str) -> Result<usize, usize> {
+        self.entries
+            .binary_search_by(|(key, _)| key.as_str().cmp(session))
+    }
+
+    fn get(&self, session: &str) -> Option<&Window> {
+        let i = self.find(session).ok()?;
+        self.entries.get(i).map(|(_, w)| w)
+    }
+
+    fn get_mut(&mut self, session: &str) -> Option<&mut Window> {
+        let i = self.find(session).ok()?;
+        self.entries.get_mut(i).map(|(_, w)| w)
+    }
+
+    /// Open `session`'s window (the caller found it has none).
+    fn insert(&mut self, session: &str, window: Window) {
+        match self.find(session) {
+            Ok(i) => {
+                if let Some(entry) = self.entries.get_mut(i) {
+                    entry.1 = window;
+                }
+            }
+            Err(i) => self.entries.insert(i, (session.to_owned(), window)),
+        }
+    }
+
+    fn remove(&mut self, session: &str) {
+        if let Ok(i) = self.find(session) {
+            self.entries.remove(i);
+        }
+    }
+
+    fn retain(&mut self, keep: impl Fn(&Window) -> bool) {
+        self.entries.retain(|(_, w)| keep(w));
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    #[cfg(test)]
+    fn contains_key(&self, session: &str) -> bool {
+        self.find(session).is_ok()
+    }
+
+    #[cfg(test)]
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(key, _)| key.as_str())
+    }
+}
+
 /// The per-session bound on warn lines (see the module docs).
 #[derive(Debug, Default)]
 pub struct LogBound {
     /// The windows by session.
-    windows: HashMap<String, Window>,
+    windows: Windows,
     /// Sessions by the opening order of their window, oldest first. An entry
     /// whose number is no longer its session's window's is stale: skipped on
     /// eviction and dropped when stale entries outnumber live ones.
@@ -145,8 +207,7 @@ impl LogBound {
         }
         self.make_room();
         let start = if finite { now_ms } else { self.latest };
-        self.windows
-            .insert(session.to_owned(), Window::open(start, seq));
+        self.windows.insert(session, Window::open(start, seq));
         self.order.push_back((seq, session.to_owned()));
         self.next_seq += 1;
         Admit::Write { left_out: 0 }
@@ -180,7 +241,7 @@ impl LogBound {
     /// Drop the windows that ended, as of the last finite reading, with nothing left out.
     fn prune(&mut self) {
         let now = self.latest;
-        self.windows.retain(|_, w| w.left_out > 0 || !w.ended(now));
+        self.windows.retain(|w| w.left_out > 0 || !w.ended(now));
         self.compact();
     }
 
@@ -196,7 +257,7 @@ impl LogBound {
 }
 
 /// Whether the eviction-order entry `(seq, session)` is its session's running window.
-fn is_live(windows: &HashMap<String, Window>, seq: u64, session: &str) -> bool {
+fn is_live(windows: &Windows, seq: u64, session: &str) -> bool {
     windows.get(session).is_some_and(|w| w.seq == seq)
 }
 
