@@ -13,11 +13,26 @@
 //! once are two values (each keeps its own entry). What is followed is bounded
 //! ([`MAX_TRACKED`] values across sessions; the oldest make way), so a session
 //! that ends with values pending costs nothing for long. The entries are one
-//! plain list, scanned: only bad entries ever reach it, and a list is a fraction
-//! of a map's size in the `.wasm`.
+//! plain list of numbers, scanned: only bad entries ever reach it, and a list
+//! is a fraction of a map's size in the `.wasm`. Sessions and fingerprints are
+//! kept as 64-bit hashes ([`hash`]): two distinct ones share a hash with a
+//! chance far below one in a billion for the values a process ever holds.
 
-/// What a value is told apart by: its kind and the head of its rendering.
-pub type Fingerprint = String;
+/// What a value is told apart by: a hash of its kind and the head of its rendering.
+pub type Fingerprint = u64;
+
+/// FNV-1a over `parts`, each followed by a separator byte (so `["ab", "c"]` and
+/// `["a", "bc"]` differ).
+pub fn hash(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in part.iter().chain(&[0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
 
 /// Values followed at once, across sessions.
 pub const MAX_TRACKED: usize = 4096;
@@ -56,7 +71,7 @@ enum Place {
 
 #[derive(Debug)]
 struct Entry {
-    session: String,
+    session: u64,
     fp: Fingerprint,
     id: u64,
     place: Place,
@@ -85,20 +100,20 @@ impl Sightings {
         self.entries.len()
     }
 
-    fn push(&mut self, session: &str, fp: &str, id: u64, place: Place) {
+    fn push(&mut self, session: u64, fp: Fingerprint, id: u64, place: Place) {
         if self.entries.len() == MAX_TRACKED {
             self.entries.remove(0);
         }
         self.entries.push(Entry {
-            session: session.to_owned(),
-            fp: fp.to_owned(),
+            session,
+            fp,
             id,
             place,
         });
     }
 
     /// Take the oldest entry of `session` with `fp` at `place`: its id.
-    fn take(&mut self, session: &str, fp: &str, place: Place) -> Option<u64> {
+    fn take(&mut self, session: u64, fp: Fingerprint, place: Place) -> Option<u64> {
         let i = self
             .entries
             .iter()
@@ -109,7 +124,7 @@ impl Sightings {
     /// A bad value's durable write: always a new value, now pending.
     pub fn written(&mut self, session: &str, fp: Fingerprint) -> Seen {
         let id = self.fresh();
-        self.push(session, &fp, id, Place::Pending);
+        self.push(hash(&[session.as_bytes()]), fp, id, Place::Pending);
         Seen::New(id)
     }
 
@@ -118,17 +133,18 @@ impl Sightings {
     /// repaired or dropped). Values followed as pending but not found left the
     /// lists some other way, and are forgotten.
     pub fn swept(&mut self, session: &str, found: &[(Fingerprint, bool)]) -> Vec<Seen> {
+        let session = hash(&[session.as_bytes()]);
         let seen: Vec<Seen> = found
             .iter()
-            .map(|(fp, _)| match self.take(session, fp, Place::Pending) {
+            .map(|&(fp, _)| match self.take(session, fp, Place::Pending) {
                 Some(id) => Seen::Again(id),
                 None => Seen::New(self.fresh()),
             })
             .collect();
         self.entries
             .retain(|e| !(e.place == Place::Pending && e.session == session));
-        for ((fp, stays), sighting) in found.iter().zip(&seen) {
-            if *stays {
+        for (&(fp, stays), sighting) in found.iter().zip(&seen) {
+            if stays {
                 self.push(session, fp, sighting.id(), Place::Pending);
             }
         }
@@ -140,9 +156,10 @@ impl Sightings {
     /// session's last claimed batch); else seen in the claimed batch at the
     /// pre-step entry (a value of the last claimed batch is seen again).
     pub fn claimed(&mut self, session: &str, found: &[Fingerprint], by_claim: bool) -> Vec<Seen> {
+        let session = hash(&[session.as_bytes()]);
         let seen: Vec<Seen> = found
             .iter()
-            .map(|fp| {
+            .map(|&fp| {
                 let again = if by_claim {
                     self.take(session, fp, Place::Pending)
                 } else {
@@ -158,7 +175,7 @@ impl Sightings {
         if by_claim {
             self.entries
                 .retain(|e| !(e.place == Place::Claimed && e.session == session));
-            for (fp, sighting) in found.iter().zip(&seen) {
+            for (&fp, sighting) in found.iter().zip(&seen) {
                 self.push(session, fp, sighting.id(), Place::Claimed);
             }
         }
@@ -176,7 +193,14 @@ mod tests {
     use super::*;
 
     fn fp(s: &str) -> Fingerprint {
-        s.to_owned()
+        hash(&[s.as_bytes()])
+    }
+
+    #[test]
+    fn the_hash_tells_parts_apart() {
+        assert_ne!(hash(&[b"ab", b"c"]), hash(&[b"a", b"bc"]));
+        assert_ne!(hash(&[b"s1"]), hash(&[b"s2"]));
+        assert_eq!(hash(&[b"x"]), hash(&[b"x"]));
     }
 
     #[test]

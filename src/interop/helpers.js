@@ -28,10 +28,11 @@ import { fail, faultFacts, hooks, life } from './supervisor.js'
  * A new instance: its constants (field names, event names, texts, and the
  * shape-code layout), and the entry points every trampoline of this generation calls.
  */
-export function configure(constants, shape, repairSource, dispatch, begin, settle, tick) {
+export function configure(constants, shape, repairSource, [dispatch, claim, begin, settle, tick]) {
   life.gen += 1
   life.K = { ...constants, shape, repairSource }
   life.dispatch = dispatch
+  life.claim = claim
   life.begin = begin
   life.settle = settle
   life.tick = tick
@@ -289,27 +290,76 @@ export function patchClaim(inbox, owner, token, messageCode) {
     const foreign = !inherited
     return function harnessGuardClaim(...args) {
       if (!up(b.gen)) return Reflect.apply(previous, this, args)
-      let split
-      try {
-        split = this[life.K.nextStep].length
-      } catch {}
-      const batch = Reflect.apply(previous, this, args)
-      let codes
-      try {
-        codes = Array.isArray(batch) ? codesUnlessClean(batch, messageCode) : null
-      } catch {
-        codes = null
+      for (;;) {
+        const split = lengthOf(this, life.K.nextStep)
+        const batch = Reflect.apply(previous, this, args)
+        if (!isArray(batch)) return batch
+        let codes
+        try {
+          codes = codesUnlessClean(batch, messageCode)
+        } catch {
+          codes = null
+        }
+        if (codes === undefined && !foreign) {
+          judged.set(batch, batch.length)
+          return batch
+        }
+        // Rust sanitizes the batch in place, and says whether to claim again (it
+        // emptied a turn's batch while more turns wait).
+        const again = enterClaim(b, this, batch, split, codes, foreign, args[0] === life.K.nextTurn)
+        if (up(b.gen)) judged.set(batch, batch.length)
+        if (again !== 1) return batch
       }
-      if (codes === undefined && !foreign) {
-        judged.set(batch, batch.length)
-        return batch
-      }
-      const out = enter('claim', () => batch, b.token, b.gen, previous, this, [args, batch, split, codes, foreign])
-      if (up(b.gen) && Array.isArray(out)) judged.set(out, out.length)
-      return out
     }
   })
 }
+
+/** `target[key].length`, or -1 when it cannot be read. */
+function lengthOf(target, key) {
+  try {
+    const n = target[key].length
+    return typeof n === 'number' ? n : -1
+  } catch {
+    return -1
+  }
+}
+
+/** An inbox's session id, or `undefined`. */
+function sessionIdOf(inbox) {
+  try {
+    const id = inbox.session?.id
+    return typeof id === 'string' ? id : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Enter the current instance's claim entry: `(token, batch, split, nextTurn,
+ * codes, flags, session)`, numbers and one string only. On a fault the batch goes
+ * back as claimed.
+ */
+function enterClaim(b, inbox, batch, split, codes, foreign, forTurn) {
+  if (!up(b.gen)) return 0
+  const flags = (foreign ? 1 : 0) | (forTurn ? 2 : 0) | (codes === null ? 4 : 0) | (codes === undefined ? 8 : 0)
+  let again = 0
+  try {
+    again = life.claim(b.token, batch, split, lengthOf(inbox, life.K.nextTurnList), codes ?? NO_CODES, flags, sessionIdOf(inbox))
+  } catch (error) {
+    fail('claim', error)
+    return 0
+  } finally {
+    if (lines.length > 0) flushLines()
+  }
+  if (raised !== NOTHING) {
+    const error = raised
+    raised = NOTHING
+    throw error
+  }
+  return again
+}
+
+const NO_CODES = new Uint32Array(0)
 
 /** `undefined` when every entry of `batch` has `messageCode`; else every entry's code. */
 function codesUnlessClean(batch, messageCode) {
@@ -733,6 +783,48 @@ export function repairMessage(create, value, summary) {
   } catch {
     return undefined
   }
+}
+
+/**
+ * Repair `batch[i]` in place (`repairMessage`): 2 when repaired; 1 when the batch
+ * refused the message (a frozen array); 0 when the host made no usable message
+ * (`K.messageCode` is the one shape Rust calls usable).
+ */
+export function repairAt(batch, i, create, summary) {
+  const message = repairMessage(create, batch[i], summary)
+  if (message === undefined || shapeCode(message) !== life.K.messageCode) return 0
+  try {
+    batch[i] = message
+    return batch[i] === message ? 2 : 1
+  } catch {
+    return 1
+  }
+}
+
+/** Remove `batch[i]` in place; whether the batch let go of it. */
+export function dropAt(batch, i) {
+  try {
+    batch.splice(i, 1)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The first `units` UTF-16 units of `render(value)` (Rust keeps what a preview needs). */
+export function renderHead(value, units) {
+  return render(value).slice(0, units)
+}
+
+/** `renderHead(list[i], units)`. */
+export function renderAt(list, i, units) {
+  let value
+  try {
+    value = list[i]
+  } catch {
+    return render(undefined).slice(0, units)
+  }
+  return render(value).slice(0, units)
 }
 
 /** A plain-data copy of a config value (its getters read once); throws what cannot be copied. */

@@ -23,11 +23,11 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::PatchHandle;
-use super::runtime::{forward, token, Role, Runtime};
+use super::runtime::{token, Role, Runtime};
 use super::{
-    at, emit_with, get, get_fn, get_string, hold, is_array, length, object, patch_claim,
-    plain_copy, release, render_head, repair_message, safe_string, shape, shapes, stale_patches,
-    to_index, vouched,
+    at, drop_at, emit_with, get, get_fn, get_string, hold, is_array, length, object, patch_claim,
+    plain_copy, release, render_head, render_head_at, repair_at, repair_message, safe_string,
+    shape, shapes, stale_patches, to_index, vouched,
 };
 use crate::config::{InboxConfig, Mode};
 use crate::echo::{escape, preview};
@@ -221,72 +221,81 @@ pub(super) fn created(rt: &Runtime, guard: u32, payload: &JsValue) {
     }
 }
 
+/// A claimed batch that needs the guard, as the claim wrapper hands it over
+/// (`enterClaim` in helpers.js): numbers and one string, no other crossing.
+pub(super) struct Claimed {
+    /// The batch the host's claim returned; sanitized in place.
+    pub(super) batch: JsValue,
+    /// `nextStep.length` before the claim: entries before it came from `next-step`.
+    pub(super) split: Option<u32>,
+    /// `nextTurn.length` after the claim.
+    pub(super) next_turn: u32,
+    /// The entries' shape codes, as the wrapper read them.
+    pub(super) codes: Codes,
+    /// Something other than the host's own claim produced the batch.
+    pub(super) foreign: bool,
+    /// The claim was for a turn (`next-turn`).
+    pub(super) for_turn: bool,
+    /// The inbox's session, when it has one.
+    pub(super) session: Option<String>,
+}
+
+/// The shape codes of a claimed batch.
+pub(super) enum Codes {
+    /// Every entry has `MESSAGE_CODE`.
+    Clean,
+    /// The wrapper could not read them: read them again, defensively.
+    Unread,
+    /// One code per entry.
+    Read(Vec<u32>),
+}
+
+impl Codes {
+    /// From the wrapper's `codes` and `flags` (4: unreadable, 8: clean).
+    pub(super) fn of(codes: Vec<u32>, flags: u32) -> Self {
+        if flags & 8 != 0 {
+            Codes::Clean
+        } else if flags & 4 != 0 {
+            Codes::Unread
+        } else {
+            Codes::Read(codes)
+        }
+    }
+}
+
 /// The wrapped `inbox.claim(target, turn)`, for a batch that holds something other
 /// than usable messages, or that something other than the host's own claim
-/// produced (the wrapper returns the host's clean batches itself). `args` is
-/// `[claimArgs, batch, nextStepLengthBeforeTheClaim, codes, foreign]`, `codes` the
-/// shape codes the wrapper read (`undefined`: all usable; `null`: unreadable).
+/// produced (the wrapper returns the host's clean batches itself). Returns
+/// whether the wrapper should claim again.
 ///
 /// When the guard drops every entry of a turn's batch while more turns are
-/// queued, it claims the next queued prompt for this turn: an emptied turn would
-/// otherwise end `completed` without looking at the queue, stranding it until
-/// something else wakes the agent.
-pub(super) fn claim(
-    rt: &Runtime,
-    guard: u32,
-    previous: &JsValue,
-    this: &JsValue,
-    args: &Array,
-) -> Result<JsValue, JsValue> {
-    let claim_args: Array = args.get(0).unchecked_into();
-    let mut batch = args.get(1);
-    let mut next_step = args.get(2).as_f64().map(to_index);
-    let mut codes = codes_of(&args.get(3), &batch);
-    let deep = args.get(4).is_truthy();
+/// queued, the wrapper claims the next queued prompt for this turn: an emptied
+/// turn would otherwise end `completed` without looking at the queue, stranding
+/// it until something else wakes the agent.
+pub(super) fn claim(rt: &Runtime, guard: u32, claimed: Claimed) -> bool {
     let Some(cx) = ctx(rt, guard) else {
-        return Ok(batch);
+        return false;
     };
-    let session = Session::of(this);
-    let for_turn = claim_args.get(0) == JsValue::from_str(wasm_bindgen::intern("next-turn"));
-    loop {
-        if is_array(&batch) != Some(true) {
-            return Ok(batch);
-        }
-        let claimed = length(&batch).unwrap_or(0);
-        let split = next_step.unwrap_or(u32::MAX);
-        let codes_now = codes.take().unwrap_or_else(|| shapes(&batch));
-        sanitize_batch(
-            &cx,
-            &batch,
-            codes_now,
-            deep,
-            &session,
-            Sighted::ByClaim,
-            |i| Some(if i < split { "next-step" } else { "next-turn" }.to_owned()),
-        );
-        let emptied = claimed > 0 && length(&batch) == Some(0);
-        if !(emptied && for_turn && list_len(this, "nextTurn").unwrap_or(0) > 0) {
-            return Ok(batch);
-        }
-        next_step = list_len(this, "nextStep");
-        batch = forward(previous, this, &claim_args)?;
-    }
-}
-
-/// The shape codes a claim wrapper handed over: `undefined` means every entry was
-/// a usable message, `null` (or anything else) that they must be read again.
-fn codes_of(codes: &JsValue, batch: &JsValue) -> Option<Vec<u32>> {
-    if codes.is_undefined() {
-        let n = length(batch).unwrap_or(0) as usize;
-        return Some(vec![MESSAGE_CODE; n]);
-    }
-    codes
-        .dyn_ref::<js_sys::Uint32Array>()
-        .map(js_sys::Uint32Array::to_vec)
-}
-
-fn list_len(inbox: &JsValue, key: &str) -> Option<u32> {
-    length(&get(inbox, key)?)
+    let batch = &claimed.batch;
+    let (split, for_turn, next_turn) = (claimed.split, claimed.for_turn, claimed.next_turn);
+    let codes = match claimed.codes {
+        Codes::Read(codes) => codes,
+        Codes::Clean => vec![MESSAGE_CODE; length(batch).unwrap_or(0) as usize],
+        Codes::Unread => shapes(batch),
+    };
+    let before = codes.len();
+    let session = Session::Known(claimed.session);
+    let split = split.unwrap_or(u32::MAX);
+    let left = sanitize_batch(
+        &cx,
+        batch,
+        codes,
+        claimed.foreign,
+        &session,
+        Sighted::ByClaim,
+        |i| Some(if i < split { "next-step" } else { "next-turn" }.to_owned()),
+    );
+    before > 0 && left == 0 && for_turn && next_turn > 0
 }
 
 /// The guard's `agent/pre-step` entry (registered `prepend`); the wrapper calls `next()` after it.
@@ -344,7 +353,8 @@ pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: 
                 get_string(session, "id"),
             )
         });
-        let rendered = Rendered::of(&cx, &at(&inserted, i));
+        let (head, longer) = render_head_at(&inserted, i, cx.preview_chars);
+        let rendered = Rendered { head, longer };
         let sighting = cx.sightings.try_borrow_mut().map_or(Seen::New(0), |mut t| {
             t.written(
                 session_id.as_deref().unwrap_or_default(),
@@ -374,24 +384,25 @@ fn indexed(codes: &[u32]) -> impl DoubleEndedIterator<Item = (u32, u32)> + '_ {
     (0..len).zip(codes.iter().copied())
 }
 
-/// An inbox's session id, read only once something needs recording.
-struct Session<'a> {
-    inbox: &'a JsValue,
-    id: std::cell::OnceCell<Option<String>>,
+/// An inbox's session id: handed over, or read off the inbox only once
+/// something needs recording.
+enum Session<'a> {
+    Known(Option<String>),
+    Of(&'a JsValue, std::cell::OnceCell<Option<String>>),
 }
 
 impl<'a> Session<'a> {
     fn of(inbox: &'a JsValue) -> Self {
-        Self {
-            inbox,
-            id: std::cell::OnceCell::new(),
-        }
+        Session::Of(inbox, std::cell::OnceCell::new())
     }
 
     fn id(&self) -> Option<String> {
-        self.id
-            .get_or_init(|| get(self.inbox, "session").and_then(|s| get_string(&s, "id")))
-            .clone()
+        match self {
+            Session::Known(id) => id.clone(),
+            Session::Of(inbox, id) => id
+                .get_or_init(|| get(inbox, "session").and_then(|s| get_string(&s, "id")))
+                .clone(),
+        }
     }
 }
 
@@ -429,7 +440,7 @@ fn judge(value: &JsValue, probe: &Probe, deep: bool) -> (Class, Option<JsValue>)
 
 /// Sanitize a batch in place (backwards, so indices stay valid); records keep
 /// batch order. An entry the batch will not let go of (a frozen array) is
-/// recorded as observed.
+/// recorded as observed. Returns the entries left.
 fn sanitize_batch(
     cx: &Ctx,
     batch: &JsValue,
@@ -438,15 +449,21 @@ fn sanitize_batch(
     session: &Session<'_>,
     sighted: Sighted,
     target_of: impl Fn(u32) -> Option<String>,
-) {
+) -> usize {
+    let mut left = codes.len();
     let mut found = Vec::new();
     for (i, code) in indexed(&codes).rev() {
         let probe = Probe::from_code(code);
         if !deep && code == MESSAGE_CODE {
             continue;
         }
-        let value = at(batch, i);
-        let (class, copy) = judge(&value, &probe, deep);
+        // Only a message-shaped entry of a batch not known to be the host's own
+        // is read as a value here (for its plain copy); the rest is done by index.
+        let (class, copy) = if deep {
+            judge(&at(batch, i), &probe, true)
+        } else {
+            (classify(&probe), None)
+        };
         let action = decide(cx.mode, class);
         if action == Action::Keep {
             if let Some(copy) = copy.filter(|_| cx.mode != Mode::Report) {
@@ -455,19 +472,25 @@ fn sanitize_batch(
             }
             continue;
         }
+        let (head, longer) = render_head_at(batch, i, cx.preview_chars);
         let action = match action {
-            Action::Repair => match repaired(cx, &value, &probe) {
-                Some(message) if Reflect::set_u32(batch, i, &message) == Ok(true) => Action::Repair,
-                Some(_) => Action::Observe,
-                None => remove(batch, i),
-            },
+            Action::Repair => {
+                match repair_at(batch, i, &cx.create_user_message, &repair_summary(&probe)) {
+                    2 => Action::Repair,
+                    1 => Action::Observe,
+                    _ => remove(batch, i),
+                }
+            }
             Action::Drop => remove(batch, i),
             other => other,
         };
-        found.push((i, Rendered::of(cx, &value), probe, action));
+        if action == Action::Drop {
+            left -= 1;
+        }
+        found.push((i, Rendered { head, longer }, probe, action));
     }
     if found.is_empty() {
-        return;
+        return left;
     }
     found.reverse();
     let session_id = session.id();
@@ -502,13 +525,12 @@ fn sanitize_batch(
             sighting,
         );
     }
+    left
 }
 
 /// Remove `batch[i]` in place: a drop, or an observation when the batch refuses.
 fn remove(batch: &JsValue, i: u32) -> Action {
-    let removed = get_fn(batch, "splice")
-        .is_some_and(|splice| splice.call2(batch, &i.into(), &1.into()).is_ok());
-    if removed {
+    if drop_at(batch, i) {
         Action::Drop
     } else {
         Action::Observe
@@ -606,7 +628,11 @@ impl Rendered {
 
     /// What tells the value apart from others of its session: its kind and its head.
     fn fingerprint(&self, probe: &Probe) -> Fingerprint {
-        format!("{}:{}:{}", probe.kind(), u8::from(self.longer), self.head)
+        crate::sightings::hash(&[
+            probe.kind().as_bytes(),
+            &[u8::from(self.longer)],
+            self.head.as_bytes(),
+        ])
     }
 }
 

@@ -563,7 +563,7 @@ fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
             }
         };
         work.push(&flight);
-        work.push(&JsValue::from_str(wasm_bindgen::intern(code)));
+        work.push(&JsValue::from_str(code));
         work.push(&message);
     }
     work

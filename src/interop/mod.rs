@@ -31,15 +31,7 @@ use crate::error::Error;
 
 #[wasm_bindgen(module = "/src/interop/helpers.js")]
 extern "C" {
-    fn configure(
-        constants: &JsValue,
-        shape: &JsValue,
-        repair_source: &JsValue,
-        dispatch: &Function,
-        begin: &Function,
-        settle: &Function,
-        tick: &Function,
-    );
+    fn configure(constants: &JsValue, shape: &JsValue, repair_source: &JsValue, entries: &Array);
     fn raise(error: &JsValue);
     #[wasm_bindgen(js_name = makeMethod)]
     fn make_method(
@@ -94,6 +86,14 @@ extern "C" {
     fn plain_copy(value: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = repairMessage)]
     fn repair_message(create: &Function, value: &JsValue, summary: &str) -> JsValue;
+    #[wasm_bindgen(js_name = repairAt)]
+    fn repair_at(batch: &JsValue, index: u32, create: &Function, summary: &str) -> u32;
+    #[wasm_bindgen(js_name = dropAt)]
+    fn drop_at(batch: &JsValue, index: u32) -> bool;
+    #[wasm_bindgen(js_name = renderHead)]
+    fn render_head_js(value: &JsValue, units: u32) -> String;
+    #[wasm_bindgen(js_name = renderAt)]
+    fn render_at(list: &JsValue, index: u32, units: u32) -> String;
     #[wasm_bindgen(catch)]
     fn snapshot(value: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = safeString)]
@@ -161,13 +161,13 @@ fn shapes(list: &JsValue) -> Vec<u32> {
     shape_codes(list).to_vec()
 }
 
-/// `value[key]`, or `None` when reading throws. Keys are interned: each name is
-/// decoded into a JavaScript string once, not on every read.
+/// `value[key]`, or `None` when reading throws. Used off the per-query and
+/// per-claim paths only (the key is decoded into a JavaScript string per read).
 fn get(value: &JsValue, key: &str) -> Option<JsValue> {
     if !value.is_object() && !value.is_function() {
         return None;
     }
-    Reflect::get(value, &JsValue::from_str(wasm_bindgen::intern(key))).ok()
+    Reflect::get(value, &JsValue::from_str(key)).ok()
 }
 
 /// `list[index]`, or `undefined` when reading throws.
@@ -212,7 +212,7 @@ fn call(method: &Function, this: &JsValue, args: &Array) -> Result<JsValue, JsVa
 fn object(entries: &[(&str, &JsValue)]) -> JsValue {
     let o = Object::new();
     for (key, value) in entries {
-        let _ = Reflect::set(&o, &JsValue::from_str(wasm_bindgen::intern(key)), value);
+        let _ = Reflect::set(&o, &JsValue::from_str(key), value);
     }
     o.into()
 }
@@ -274,16 +274,29 @@ fn text_of(value: &JsValue, max: u32) -> String {
     }
 }
 
+/// UTF-16 units of [`render`] read for a preview of `chars` characters: room for
+/// every character of it escaped (an escape is 2 to 6 units, a preview is cut
+/// long before that).
+fn head_units(chars: u32) -> u32 {
+    chars.saturating_mul(2).saturating_add(2)
+}
+
+/// A head of [`render`] long enough for `chars` characters, and whether the
+/// rendering is longer (JavaScript reads one unit more than it keeps).
+fn head(text: String, chars: u32) -> (String, bool) {
+    let units = usize::try_from(head_units(chars)).unwrap_or(usize::MAX);
+    let longer = text.encode_utf16().count() > units;
+    (text, longer)
+}
+
 /// A prefix of [`render`] long enough for `chars` characters, and whether it was cut.
 fn render_head(value: &JsValue, chars: u32) -> (String, bool) {
-    let text = render(value);
-    let len = text.length();
-    let units = chars.saturating_mul(2).saturating_add(2);
-    if len <= units {
-        (String::from(text), false)
-    } else {
-        (String::from(text.slice(0, units)), true)
-    }
+    head(render_head_js(value, head_units(chars) + 1), chars)
+}
+
+/// [`render_head`] of `list[index]`, in one crossing.
+fn render_head_at(list: &JsValue, index: u32, chars: u32) -> (String, bool) {
+    head(render_at(list, index, head_units(chars) + 1), chars)
 }
 
 /// A Rust value as plain JavaScript data (objects, arrays, `null` for `None`).

@@ -29,14 +29,13 @@ use std::cell::{Cell, RefCell};
 
 use gloo_timers::callback::Timeout;
 use js_sys::{Array, Function};
-use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
 use super::{
     arm_timer, configure, inbox, inspect, make_insert_observer, make_method, make_pre_step,
-    monotonic_now, plugin, raise, recover, to_js, to_js_error,
+    monotonic_now, plugin, raise, recover, to_js_error,
 };
 use crate::error::Error;
 use crate::recovery::Plan;
@@ -154,6 +153,8 @@ impl Role {
 }
 
 type Dispatch = dyn Fn(u32, JsValue, JsValue, Array) -> JsValue;
+/// `(token, batch, split, nextTurn, codes, flags, session) → 1 to claim again, else 0`.
+type Claim = dyn Fn(u32, JsValue, f64, f64, Vec<u32>, u32, Option<String>) -> u32;
 type Begin = dyn Fn(u32, f64, bool) -> f64;
 
 /// The runtime of this instance; reached through [`with`].
@@ -176,6 +177,8 @@ pub(super) struct Runtime {
 #[allow(dead_code)]
 struct Entries {
     dispatch: Closure<Dispatch>,
+    /// An inbox's claimed batch that needs the guard (see `patchClaim`).
+    claim: Closure<Claim>,
     /// The registry's call returned: `(guard, startedAt, unannounced) → key`, or
     /// -1 to leave it unguarded.
     begin: Closure<Begin>,
@@ -186,25 +189,52 @@ struct Entries {
 }
 
 /// The constants the JavaScript side works with, handed over once per instance
-/// (see `configure` in helpers.js and `life.K` in supervisor.js).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Constants {
-    next_step: &'static str,
-    spliced_event: &'static str,
-    inserted: &'static str,
-    client: &'static str,
-    resolved_event: &'static str,
-    owner: &'static str,
-    failed_key: &'static str,
-    failed_code: &'static str,
-    failed_message: String,
-    failed_line: &'static str,
-    recovers_line: &'static str,
-    gave_up_line: &'static str,
-    recovered_line: &'static str,
-    refusal_code: &'static str,
-    refusal_message: String,
+/// (see `configure` in helpers.js and `life.K` in supervisor.js): key and text
+/// pairs set on one object (a loop over them is a fraction of the `.wasm` a
+/// derived `Serialize` of the same fields was).
+fn constants() -> JsValue {
+    let failed_message = Error::GuardFailed.to_string();
+    let texts: [(&str, &str); 17] = [
+        ("nextStep", "nextStep"),
+        ("nextTurnList", "nextTurn"),
+        ("nextTurn", "next-turn"),
+        ("splicedEvent", "agent/inbox/spliced"),
+        ("inserted", "inserted"),
+        ("client", "client"),
+        ("resolvedEvent", "cordis/inspect-query-resolved"),
+        ("owner", super::patch_owner()),
+        ("failedKey", "failed"),
+        ("failedCode", Error::GuardFailed.code()),
+        ("failedMessage", &failed_message),
+        (
+            "failedLine",
+            "harness-guard stood down after an internal fault: every wrapper now forwards to the \
+             method it replaced and waiting client queries were cancelled",
+        ),
+        ("recoversLine", "it recovers on a fresh instance"),
+        (
+            "gaveUpLine",
+            "it recovered 5 times in 10 minutes and faulted again, so it stays down (every \
+             wrapper forwards) until the process restarts",
+        ),
+        (
+            "recoveredLine",
+            "harness-guard recovered on a fresh instance: both halves are guarding again",
+        ),
+        ("refusalCode", Error::StoodDown.code()),
+        (
+            "refusalMessage",
+            "harness-guard recovered 5 times in 10 minutes and faulted again: it is not \
+             mounted again until the process restarts",
+        ),
+    ];
+    let object = js_sys::Object::new();
+    for (key, text) in texts {
+        let _ = js_sys::Reflect::set(&object, &JsValue::from_str(key), &JsValue::from_str(text));
+    }
+    let code = JsValue::from(crate::inbox::MESSAGE_CODE);
+    let _ = js_sys::Reflect::set(&object, &JsValue::from_str("messageCode"), &code);
+    object.into()
 }
 
 thread_local! {
@@ -230,6 +260,29 @@ impl Runtime {
                 }
             },
         );
+        let claim = Closure::<Claim>::new(
+            |token: u32,
+             batch: JsValue,
+             split: f64,
+             next_turn: f64,
+             codes: Vec<u32>,
+             flags: u32,
+             session: Option<String>| {
+                fault::check(Point::Claim);
+                with(|rt| {
+                    let claimed = inbox::Claimed {
+                        batch,
+                        split: (split >= 0.0).then(|| super::to_index(split)),
+                        next_turn: super::to_index(next_turn),
+                        codes: inbox::Codes::of(codes, flags),
+                        foreign: flags & 1 != 0,
+                        for_turn: flags & 2 != 0,
+                        session,
+                    };
+                    u32::from(inbox::claim(rt, token >> ROLE_BITS, claimed))
+                })
+            },
+        );
         let begin = Closure::<Begin>::new(|guard: u32, started_at: f64, unannounced: bool| {
             fault::check(Point::Begin);
             with(|rt| inspect::begin(rt, guard, started_at, unannounced))
@@ -243,33 +296,23 @@ impl Runtime {
             with(inspect::tick)
         });
         configure(
-            &to_js(&Constants {
-                next_step: "nextStep",
-                spliced_event: "agent/inbox/spliced",
-                inserted: "inserted",
-                client: "client",
-                resolved_event: "cordis/inspect-query-resolved",
-                owner: super::patch_owner(),
-                failed_key: "failed",
-                failed_code: Error::GuardFailed.code(),
-                failed_message: Error::GuardFailed.to_string(),
-                failed_line: "harness-guard stood down after an internal fault: every wrapper now forwards to the \
-                              method it replaced and waiting client queries were cancelled",
-                recovers_line: "it recovers on a fresh instance",
-                gave_up_line: "it recovered 5 times in 10 minutes and faulted again, so it stays down (every \
-                               wrapper forwards) until the process restarts",
-                recovered_line: "harness-guard recovered on a fresh instance: both halves are guarding again",
-                refusal_code: Error::StoodDown.code(),
-                refusal_message: "harness-guard recovered 5 times in 10 minutes and faulted again: it is not \
-                                  mounted again until the process restarts"
-                    .into(),
-            }),
+            &constants(),
             &js_sys::JSON::parse(crate::inbox::SHAPE_LAYOUT_JSON).unwrap_or(JsValue::UNDEFINED),
-            &super::object(&crate::inbox::REPAIR_SOURCE.map(|(key, value)| (key, JsValue::from_str(value))).each_ref().map(|(k, v)| (*k, v))),
-            dispatch.as_ref().unchecked_ref(),
-            begin.as_ref().unchecked_ref(),
-            settle.as_ref().unchecked_ref(),
-            tick.as_ref().unchecked_ref(),
+            &super::object(
+                &crate::inbox::REPAIR_SOURCE
+                    .map(|(key, value)| (key, JsValue::from_str(value)))
+                    .each_ref()
+                    .map(|(k, v)| (*k, v)),
+            ),
+            &[
+                dispatch.as_ref(),
+                claim.as_ref(),
+                begin.as_ref(),
+                settle.as_ref(),
+                tick.as_ref(),
+            ]
+            .into_iter()
+            .collect(),
         );
         Self {
             inspect_state: RefCell::default(),
@@ -279,6 +322,7 @@ impl Runtime {
             next_id: Cell::new(1),
             _entries: Entries {
                 dispatch,
+                claim,
                 begin,
                 settle,
                 tick,
@@ -379,7 +423,7 @@ impl Runtime {
         match role {
             Role::Unbound => Ok(inspect::unbound(self, id, args)),
             Role::Refused => Ok(inspect::refused(self, id, previous, args)),
-            Role::Claim => inbox::claim(self, id, previous, this, args),
+            Role::Claim => forward(previous, this, args),
             Role::PreStep => {
                 inbox::pre_step(self, id, &args.get(0));
                 none
