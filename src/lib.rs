@@ -116,7 +116,8 @@ mod exports {
         interop::original_of(&value)
     }
 
-    /// Diagnostics: `[flights in the air, whether the deadline timer is armed]`.
+    /// Diagnostics: `[flights in the air, whether the deadline timer holds the
+    /// process (a flight waits), whether it is set at all]`.
     #[wasm_bindgen(js_name = inFlight)]
     pub fn in_flight() -> Array {
         interop::in_flight()

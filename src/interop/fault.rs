@@ -17,7 +17,7 @@ pub(super) enum Point {
     Created,
     /// The `session/event` observer.
     SessionEvent,
-    /// A client query's flight beginning (`admit`, `begin`).
+    /// A client query's flight beginning (`begin`).
     Begin,
     /// A client query's registry promise settling first.
     Settle,

@@ -664,7 +664,8 @@ export function armTimer(delay) {
   else timer.ref()
 }
 
-function clearTimer() {
+/** Clear the deadline timer (stand-down, and disposal of the last waiting guard). */
+export function clearTimer() {
   if (immediate !== undefined) clearImmediate(immediate)
   immediate = undefined
   if (timer !== undefined) clearTimeout(timer)

@@ -598,7 +598,11 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
         }
     }
     super::deliver(&work);
-    rearm(rt);
+    // Timers cleared on disposal: with nothing left waiting, the idle timer goes too.
+    match rt.inspect(|s| s.flights.next_due()).flatten() {
+        Some(due) => rt.arm(Some(due), monotonic_now),
+        None => rt.disarm(),
+    }
 }
 
 /// Whether a guard is installed (for the provider's status).

@@ -76,6 +76,8 @@ extern "C" {
     fn deliver(work: &Array);
     #[wasm_bindgen(js_name = armTimer)]
     fn arm_timer(delay_ms: f64);
+    #[wasm_bindgen(js_name = clearTimer)]
+    fn clear_timer();
     #[wasm_bindgen(js_name = logLater)]
     fn log_later(log: &Function, text: &str);
     #[wasm_bindgen(js_name = shapes)]

@@ -5,11 +5,12 @@
 //! function that calls [`Runtime::route`] through `dispatch` with a token naming
 //! what it serves (an id and a [`Role`]), so a wrapper read before disposal still
 //! works afterwards (it forwards to the method it replaced). A client query
-//! reaches the guard through two more closures made once, `begin` and `settle`,
-//! which carry numbers and the request's ids only. `configure` hands all of them
-//! to the JavaScript side, which calls the current instance's: after a fault the
-//! instance is replaced (see `supervisor.js`), and what the faulted one made
-//! forwards.
+//! reaches the guard through closures made once too, `begin`, `settle` and
+//! `tick`, which carry numbers only; a claimed batch that needs the guard comes
+//! through `claim`, with numbers, the batch and the session id. `configure`
+//! hands all of them to the JavaScript side, which calls the current instance's:
+//! after a fault the instance is replaced (see `supervisor.js`), and what the
+//! faulted one made forwards.
 //!
 //! One timer serves every deadline: a Node `Timeout` held on the JavaScript side
 //! (`armTimer`, `idleTimer`), armed for the earliest due flight, never longer than
@@ -34,8 +35,8 @@ use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
 use super::{
-    arm_timer, configure, inbox, inspect, make_insert_observer, make_method, make_pre_step,
-    monotonic_now, plugin, raise, recover, to_js_error,
+    arm_timer, clear_timer, configure, inbox, inspect, make_insert_observer, make_method,
+    make_pre_step, monotonic_now, plugin, raise, recover, to_js_error,
 };
 use crate::error::Error;
 use crate::recovery::Plan;
@@ -471,10 +472,23 @@ impl Runtime {
         self.armed_for.set(None);
     }
 
+    /// Clear the timer: a disposal left nothing waiting.
+    pub(super) fn disarm(&self) {
+        if self.armed_for.take().is_some() {
+            clear_timer();
+        }
+    }
+
     /// Whether the deadline timer is set and keeps the process alive (a flight
     /// waits), for tests and diagnostics.
     pub(super) fn timer_armed(&self) -> bool {
-        self.armed_for.get().is_some() && self.inspect(|s| s.in_flight() > 0) == Some(true)
+        self.timer_set() && self.inspect(|s| s.in_flight() > 0) == Some(true)
+    }
+
+    /// Whether the deadline timer is set at all (between queries it stays set,
+    /// unref'd, until it fires once more and finds nothing due).
+    pub(super) fn timer_set(&self) -> bool {
+        self.armed_for.get().is_some()
     }
 
     /// Wait `after_ms`, then recover (the supervisor applies every live mount again).
@@ -526,13 +540,15 @@ pub(super) fn forward(
     }
 }
 
-/// Flights in the air across every inspect guard, and whether the deadline timer is armed.
+/// Flights in the air across every inspect guard, whether the deadline timer
+/// keeps the process alive, and whether it is set at all.
 pub fn in_flight() -> Array {
     with(|rt| {
         let flights = rt.inspect(|s| s.in_flight()).unwrap_or(0);
-        Array::of2(
+        Array::of3(
             &JsValue::from(u32::try_from(flights).unwrap_or(u32::MAX)),
             &JsValue::from(rt.timer_armed()),
+            &JsValue::from(rt.timer_set()),
         )
     })
 }

@@ -168,7 +168,7 @@ function defineTests() {
       assert.deepEqual(markedProps(handle.agent.inbox), [])
     }
     const { inFlight } = await glueOf(project)
-    assert.deepEqual(inFlight(), [0, false], `${label}: no flight and no armed timer left in the wasm runtime`)
+    assert.deepEqual(inFlight(), [0, false, false], `${label}: no flight and no deadline timer, not even an idle one, left in the wasm runtime`)
   }
 
   describe('complete disposal', () => {
@@ -186,7 +186,20 @@ function defineTests() {
       assert.deepEqual(markedProps(b.agent.inbox), ['claim'], 'B: claim wrapped (at agent/created)')
       assert.notDeepEqual(hookCounts(host.rig.ctx), baseline.hooks, 'the root event bus has more listeners')
       const { inFlight } = await glueOf(project)
-      assert.deepEqual(inFlight(), [1, true], 'the wasm runtime tracks the query; its deadline timer is armed')
+      assert.deepEqual(inFlight(), [1, true, true], 'the wasm runtime tracks the query; its deadline timer is set and held')
+    })
+
+    test('control: a query that ended while mounted leaves the idle deadline timer set but not held; disposal clears it', async (t) => {
+      const live = await liveGuard()
+      t.after(() => live.host.rig.stop())
+      live.query.controller.abort()
+      const out = await live.query.outcome
+      assert.equal(out.status, 'rejected', 'cancelled through its own signal')
+      const { inFlight } = await glueOf(project)
+      assert.deepEqual(inFlight(), [0, false, true], 'between queries the timer stays set, unref\'d, for the next query to refresh')
+      assert.equal(activeTimeouts(), live.baseline.timeouts, 'an unref\'d timer keeps nothing alive')
+      await live.host.setGuard({ enabled: false })
+      assert.deepEqual(inFlight(), [0, false, false], 'the disposal cleared it')
     })
 
     test('after the row is disabled: nothing is left, and the host is exactly as before the mount', async (t) => {
@@ -246,7 +259,7 @@ function defineTests() {
       assert.deepEqual(control.traffic, { answered: total, deadline: 0, repaired: 0 }, 'control: without the guard no deadline fires and the bare string kills every turn')
       assert.ok(guarded.heap.growth < 5 * 2 ** 20, `JS heap growth ${mb(guarded.heap.growth)} < 5 MiB`)
       assert.ok(guarded.externrefs.end.live <= guarded.externrefs.start.live + 8, `live externrefs flat (${guarded.externrefs.start.live} -> ${guarded.externrefs.end.live})`)
-      assert.deepEqual(guarded.end, { fiberClean: true, timeouts: 0, registryOwnMethods: [], inFlight: [0, false] }, 'the loop ends with nothing left')
+      assert.deepEqual(guarded.end, { fiberClean: true, timeouts: 0, registryOwnMethods: [], inFlight: [0, false, false] }, 'the loop ends with nothing left')
     })
 
     // Every cycle's turn logs a warn line for a session of its own, and the per-session
@@ -392,7 +405,7 @@ async function runLoop({ project, cycles, warmup, guard, parts = ['answered', 'd
       fiberClean: fiber ? isClean(host.rig.ctx, fiber) : true,
       timeouts: activeTimeouts(),
       registryOwnMethods: ownMethods(registry),
-      inFlight: glue ? glue.inFlight() : [0, false],
+      inFlight: glue ? glue.inFlight() : [0, false, false],
     },
   }
   await host.rig.stop()
