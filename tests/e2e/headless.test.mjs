@@ -95,7 +95,7 @@ test('(8) no false warning: a client query refused before waiting logs nothing a
   const probe = logs.find(l => l.type === 'probe' && l.name === 'commands')
   assert.ok(probe, 'the tap listed the session\'s commands')
   const commands = probe.text.split(',')
-  if (!commands.includes(GUARD_ID)) t.todo('the installed package predates issue 17 (no harness-guard command) and still writes this warning')
+  assert.ok(commands.includes(GUARD_ID), `the package registers /${GUARD_ID} in this session (commands: ${probe.text})`)
   const guardLines = logs.filter(l => l.name === GUARD_ID)
   for (const l of guardLines) t.diagnostic(`[${l.type}] ${l.name}: ${l.text}`)
   assert.equal(run.code, 0, run.stderr)

@@ -1,6 +1,6 @@
 // A peer arm of `make bench`: the inbox guard of seed 002,
 // `@argszero/cordis-plugin-inbox-input-guard`, reconstructed from the seed's
-// published document (../shared/seeds/002_*). The seed's code is not published;
+// published description. The seed's code is not published;
 // this file implements what the document describes, as the document describes
 // it, and nothing beyond it. Its four halves:
 //

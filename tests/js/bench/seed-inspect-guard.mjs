@@ -1,6 +1,6 @@
 // A peer arm of `make bench`: the inspect guard of seed 000,
 // `@argszero/cordis-plugin-inspect-client-guard`, reconstructed from the seed's
-// published document (../shared/seeds/000_*). The seed's code is not published;
+// published description. The seed's code is not published;
 // this file implements what the document describes, as the document describes
 // it, and nothing beyond it:
 //
