@@ -32,7 +32,7 @@ VERSION := $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' pkg-template/package.
 TARBALL := dist/cordis-plugin-harness-guard-$(VERSION).tgz
 INSTALLED := $(RIG)/node_modules/cordis-plugin-harness-guard/package.json
 NEXT_INSTALLED := $(NEXT)/node_modules/cordis-plugin-harness-guard/package.json
-SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE
+SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE $(wildcard docs/*.md) BENCHMARKS.md benchmarks.svg
 
 .PHONY: pkg pkg-faults pack demo test bench tools rig lint test-rust test-wasm test-js test-js-next test-readme readme-record clean .wasm-target
 
@@ -61,7 +61,8 @@ define package
 	  --remove-name-section --remove-producers-section
 	cp js-shim/*.js $(1)/
 	cp pkg-template/* $(1)/
-	cp README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE $(1)/
+	cp README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE BENCHMARKS.md benchmarks.svg $(1)/
+	mkdir -p $(1)/docs && cp docs/*.md $(1)/docs/
 endef
 
 # The shipped wasm names no path of the machine that built it (panic locations of
@@ -85,7 +86,9 @@ pkg-faults/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
 	@echo "== building the fault-injection wasm"
 	$(RELEASE_FLAGS) cargo build --release --target wasm32-unknown-unknown --features fault-injection --target-dir target/faults
 	$(call package,pkg-faults,$(FAULTS_WASM))
-	echo "export { injectFault, skewClock } from './harness_guard.js'" >> pkg-faults/index.js
+	printf '%s\n' "import { ready as ready_ } from './host.js'" "import * as glue_ from './harness_guard.js'" \
+	  "export const injectFault = (point) => (ready_(), glue_.injectFault(point))" \
+	  "export const skewClock = (ms) => (ready_(), glue_.skewClock(ms))" >> pkg-faults/index.js
 tests/%/node_modules/harness-guard-faults/package.json: pkg-faults/package.json tests/%/node_modules/.rig-installed
 	rm -rf $(@D)
 	cp -r pkg-faults $(@D)

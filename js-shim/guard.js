@@ -1,8 +1,12 @@
 // Programmatic entry point: the inspect guard on any registry, without a plugin row.
 import * as wasm from './harness_guard.js'
-import { guarded, host } from './host.js'
+import { guarded, host, ready } from './host.js'
 
-export const originalOf = wasm.originalOf
+/** The object under `Symbol.for('cordis.original')`, else the value itself. */
+export function originalOf(value) {
+  ready()
+  return wasm.originalOf(value)
+}
 
 /** Guard `registry` (raw, or any cordis read of it); returns `dispose()`. */
 export function installInspectClientGuard(registry, options = {}) {

@@ -6,10 +6,6 @@ import { readFileSync } from 'node:fs'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import * as wasm from './harness_guard.js'
 
-// The compiled module is kept: after a fault the guard recovers on a fresh
-// instance of it (wasm-bindgen's reset), never on the faulted one.
-wasm.initSync({ module: new WebAssembly.Module(readFileSync(new URL('./harness_guard_bg.wasm', import.meta.url))) })
-
 /** Optional peer: the registry's own validator, to word a refused page answer. */
 const tools = await import('@deepseek-ai/dsh-tools').catch(() => undefined)
 const state = { wasm }
@@ -19,7 +15,22 @@ export const host = {
   validateJsonSchemaValue: tools?.validateJsonSchemaValue,
   warn: (text) => process.emitWarning(`harness-guard: ${text}`, { code: 'HARNESS_GUARD' }),
 }
-wasm.bindHost(host)
+
+/**
+ * Compile and instantiate the .wasm and hand it `host`, once, at the first entry
+ * (a mount, a config check, an install): importing runs no wasm, and a row that
+ * is disabled never pays for it. The compiled module is kept: after a fault the
+ * guard recovers on a fresh instance of it (wasm-bindgen's reset), never on the
+ * faulted one.
+ */
+export function ready() {
+  if (state.enter !== undefined) return
+  wasm.initSync({ module: new WebAssembly.Module(readFileSync(new URL('./harness_guard_bg.wasm', import.meta.url))) })
+  wasm.bindHost(host)
+}
 
 /** Enter the guard at `point` (`apply`: a mount or an install; `config`: validation only). */
-export const guarded = (point, enter, logger) => state.enter(point, enter, logger)
+export const guarded = (point, enter, logger) => {
+  ready()
+  return state.enter(point, enter, logger)
+}

@@ -48,6 +48,8 @@ const REQUIRED = [
   'package.json', 'index.js', 'index.d.ts', 'guard.js', 'guard.d.ts', 'host.js',
   'harness_guard.js', 'harness_guard.d.ts', 'harness_guard_bg.wasm', 'cordis.patch.yml',
   'README.md', 'README.zh.md', 'README.i18n.yaml', 'CHANGELOG.md', 'LICENSE',
+  // What the READMEs link to: the design and testing notes, the benchmark results and chart.
+  'docs/ARCHITECTURE.md', 'docs/TESTING.md', 'BENCHMARKS.md', 'benchmarks.svg',
 ]
 /** What it may hold besides: the wasm's own declarations and wasm-bindgen's inline JS snippets. */
 const ALLOWED = [/^harness_guard_bg\.wasm\.d\.ts$/, /^snippets\/[\w.-]+\/[\w./-]+\.js$/]
@@ -258,6 +260,16 @@ describe('the tarball', () => {
     assert.deepEqual(stale, [], '"files" names nothing that is not built')
   })
 
+  test('every relative link of the shipped READMEs resolves to a shipped file', () => {
+    for (const side of ['README.md', 'README.zh.md']) {
+      const text = readEntry(tarball, side).toString('utf8')
+      const targets = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map(m => m[1]).filter(t => !/^[a-z]+:/i.test(t) && !t.startsWith('#'))
+      assert.ok(targets.length >= 4, `${side} links to the rest of the package (${targets.length} links)`)
+      const broken = targets.filter(t => !entries.includes(t.split('#')[0].replace(/^\.\//, '')))
+      assert.deepEqual(broken, [], `${side}: links to files the tarball does not hold`)
+    }
+  })
+
   test('package.json: license, with the LICENSE text shipped', () => {
     assert.equal(manifest.license, 'MIT')
     assert.match(readEntry(tarball, 'LICENSE').toString('utf8'), /MIT License|Permission is hereby granted/)
@@ -436,7 +448,10 @@ describe('installed from the tarball into a fresh consumer project', () => {
     assert.deepEqual(missing, [], 'fields without a description the settings UI could show')
     assert.deepEqual(Config({}), { inspect: { enabled: true, deadlineMs: 15000 }, inbox: { enabled: true, mode: 'repair', previewChars: 80 } })
     // The schema's defaults are written out in JS (no wasm runs at import); they must be the ones Rust applies.
-    const { parseConfig } = await import(new URL('./harness_guard.js', pathToFileURL(join(project, 'node_modules', NAME, 'index.js'))).href)
+    const base = pathToFileURL(join(project, 'node_modules', NAME, 'index.js'))
+    const { ready } = await import(new URL('./host.js', base).href)
+    ready() // the wasm is instantiated at the first entry, not at import
+    const { parseConfig } = await import(new URL('./harness_guard.js', base).href)
     const rust = parseConfig(undefined)
     assert.deepEqual(Config({}), {
       inspect: { enabled: rust.inspect.enabled, deadlineMs: rust.inspect.deadlineMs },

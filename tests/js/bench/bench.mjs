@@ -697,8 +697,9 @@ function startup() {
           const t1 = performance.now(); await import('${PACKAGE}'); console.log(JSON.stringify({ peers: t1 - t0, own: performance.now() - t1 }))`,
     // Nothing loaded before: the package with its peers, from cold.
     cold: `const t0 = performance.now(); await import('${PACKAGE}'); console.log(JSON.stringify({ cold: performance.now() - t0 }))`,
-    // The wasm-bindgen glue alone: read, compile and instantiate the .wasm.
-    glue: `const t0 = performance.now(); await import(new URL('./harness_guard.js', import.meta.resolve('${PACKAGE}')).href); console.log(JSON.stringify({ glue: performance.now() - t0 }))`,
+    // The first entry (a mount, a config check): read, compile and instantiate the
+    // .wasm and start its runtime, which importing leaves to it.
+    glue: `const h = await import(new URL('./host.js', import.meta.resolve('${PACKAGE}')).href); const t0 = performance.now(); h.ready(); console.log(JSON.stringify({ glue: performance.now() - t0 }))`,
   }
   const out = { peers: [], own: [], cold: [], glue: [] }
   for (let i = 0; i < runs; i += 1) {
@@ -956,7 +957,7 @@ if (runs(4)) {
 if (runs(5)) {
   console.log(`== 5. start-up and size ${at()}`)
   s5 = startup()
-  progress(`import: package alone ${ms(s5.own, 2)} (host packages first: ${ms(s5.peers, 1)}), cold ${ms(s5.cold, 1)}, glue alone ${ms(s5.glue, 2)}; wasm ${int(s5.wasmRaw)} B, ${int(s5.wasmGzip)} B gzipped; tarball ${s5.tarball ? `${int(s5.tarball.bytes)} B` : 'not built'}`)
+  progress(`import: package alone ${ms(s5.own, 2)} (host packages first: ${ms(s5.peers, 1)}), cold ${ms(s5.cold, 1)}, first entry (compile, instantiate, start) ${ms(s5.glue, 2)}; wasm ${int(s5.wasmRaw)} B, ${int(s5.wasmGzip)} B gzipped; tarball ${s5.tarball ? `${int(s5.tarball.bytes)} B` : 'not built'}`)
 }
 
 await selfCheck(pkg) // again: the install must not have changed under the run
@@ -1087,7 +1088,7 @@ if (s4q) {
   }
 }
 if (s5) {
-  row('5', 'import + instantiate: package alone (host packages loaded) · cold with its peers · glue alone', '—',
+  row('5', 'import: package alone (host packages loaded) · cold with its peers · then the first entry (a mount or config check: compile, instantiate, start; importing runs no wasm)', '—',
     `${ms(s5.own, 2)} · ${ms(s5.cold, 1)} · ${ms(s5.glue, 2)}`, '—', '—', '—', `< 10 ms: ${ms(s5.own, 2)}`, s5.own < 10)
   row('5', '.wasm raw · gzipped (-9)', '—', `${int(s5.wasmRaw)} B · ${int(s5.wasmGzip)} B`, '—', '—', '—',
     `< 64 KB gzipped: ${(s5.wasmGzip / 1000).toFixed(1)} KB`, s5.wasmGzip < 64000)
