@@ -120,8 +120,8 @@ function slope(points) {
 let wasmInstance
 /**
  * Import the package by name. The glue module keeps its `WebAssembly.Instance`
- * private, so the one instance it creates is observed while it is imported;
- * nothing else about instantiation changes.
+ * private, so the one instance it creates is observed while the package is
+ * imported and started; nothing else about instantiation changes.
  */
 async function loadPackage() {
   const Instance = WebAssembly.Instance
@@ -136,6 +136,10 @@ async function loadPackage() {
     const plugin = await import(PACKAGE)
     const { installInspectClientGuard } = await import(`${PACKAGE}/guard`)
     const glue = await import(new URL('./harness_guard.js', import.meta.resolve(PACKAGE)).href)
+    // Importing runs no wasm: start it here, as the first mount would, so that
+    // its instance is made while it can be observed.
+    const { ready } = await import(new URL('./host.js', import.meta.resolve(PACKAGE)).href)
+    ready()
     return { plugin, installInspectClientGuard, glue }
   } finally {
     WebAssembly.Instance = Instance
@@ -1023,6 +1027,8 @@ if (s2) {
   }
 }
 if (s3.length) {
+  // The lateness budget holds only if it holds in every child run, not in their median.
+  const worstP99 = (x) => Math.max(x.p99, ...(x.p99s ?? []))
   const find = (n, arm) => s3.find((r) => r.n === n && r.arm === arm)
   const cell = (r, text) => (r === undefined ? '—' : text(r))
   for (const n of [...new Set(s3.map((r) => r.n))]) {
@@ -1037,7 +1043,7 @@ if (s3.length) {
     const late = (x) => `${ms(x.p50)} / ${ms(x.p99)} / ${ms(x.max)}`
     row('3', `${int(n)}${full ? '' : ` unanswered (deadline ${int(deadline)} ms)`}: lateness past deadline p50 / p99 / max`, '—',
       cell(h, (x) => `${late(x)}${x.reps > 1 ? ` (p99 of ${x.reps} runs: ${x.p99s.map((y) => y.toFixed(1)).join(', ')})` : ''}`), cell(p, late), cell(d, late), '—',
-      big && h ? `p99 < 50 ms: ${ms(h.p99)}` : '—', big && h ? h.p99 < 50 : undefined)
+      big && h ? `p99 < 50 ms in every run: ${h.reps > 1 ? `worst of ${h.reps} ` : ''}${ms(worstP99(h))}` : '—', big && h ? worstP99(h) < 50 : undefined)
     chart.lateness.push({ n, ...Object.fromEntries([['hg', h], ['pj', p], ['sd', d]].filter(([, x]) => x).map(([arm, x]) => [arm, x.p99])) })
     if (full) {
       // A guard's added RSS over the unguarded arm's, per waiting query.
