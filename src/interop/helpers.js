@@ -61,6 +61,14 @@ export function raise(error) {
   raised = error
 }
 
+/** Throw what Rust raised while it ran, now that wasm has returned. */
+function rethrow() {
+  if (raised === NOTHING) return
+  const error = raised
+  raised = NOTHING
+  throw error
+}
+
 // ---- warn lines ---------------------------------------------------------------------
 
 /**
@@ -101,11 +109,7 @@ function enter(point, fallback, token, gen, previous, self, args) {
   } finally {
     if (lines.length > 0) flushLines()
   }
-  if (raised !== NOTHING) {
-    const error = raised
-    raised = NOTHING
-    throw error
-  }
+  rethrow()
   return result
 }
 
@@ -351,11 +355,7 @@ function enterClaim(b, inbox, batch, split, codes, foreign, forTurn) {
   } finally {
     if (lines.length > 0) flushLines()
   }
-  if (raised !== NOTHING) {
-    const error = raised
-    raised = NOTHING
-    throw error
-  }
+  rethrow()
   return again
 }
 
