@@ -20,8 +20,9 @@ import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, rmSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { catchingUncaught, CODES, loadGuard, registryFor, settleWithin, track } from './support/inspect-rig.mjs'
 import {
   activeTimeouts,
   BARE,
@@ -100,6 +101,12 @@ async function startHost(project, { guard }) {
     },
   }
   return host
+}
+
+/** The glue of the package installed in this rig (the one `loadGuard` imports). */
+async function rigGlue() {
+  const dir = dirname(fileURLToPath(import.meta.resolve('cordis-plugin-harness-guard/package.json')))
+  return import(pathToFileURL(join(dir, 'harness_guard.js')).href)
 }
 
 /** The guard's wasm glue as the loader loaded it (same URL, same module instance). */
@@ -222,6 +229,52 @@ function defineTests() {
       await assertNothingLeft(live, 0, 'stopped')
       assert.deepEqual(process.getActiveResourcesInfo().filter(r => r === 'Timeout'), [])
     })
+  })
+
+  // `onReport` is the user's code, called by the guard as queries end. Whatever it
+  // does (dispose the guard it reports for, throw), every query of the burst is
+  // ended and delivered: its caller settles and the registry keeps nothing.
+  describe('an onReport that disposes the guard, or throws', () => {
+    const BURST = 5
+    const DEADLINE_MS = 200
+    /** Long enough for a deadline of 200 ms on a busy machine; a query still waiting then hangs. */
+    const HANG_MS = DEADLINE_MS + 5000
+    const arms = {
+      'a plain onReport (control)': () => () => {},
+      'an onReport that calls dispose()': (state) => () => state.dispose(),
+      'an onReport that throws': () => () => { throw new Error('onReport failed') },
+    }
+    for (const [label, make] of Object.entries(arms)) {
+      test(`${BURST} queries at deadlineMs ${DEADLINE_MS} through installInspectClientGuard, ${label}: every caller settles, nothing stays pending`, async (t) => {
+        const rig = await registryFor(t)
+        const reports = []
+        const state = {}
+        const onReport = make(state)
+        const { api } = await loadGuard()
+        state.dispose = api.installInspectClientGuard(rig.svc, {
+          deadlineMs: DEADLINE_MS,
+          onReport: (report) => { reports.push(report); onReport(report) },
+        })
+        t.after(() => state.dispose())
+        let queries
+        const uncaught = await catchingUncaught(async () => {
+          queries = Array.from({ length: BURST }, () => rig.query())
+          const tracked = queries.map((q) => track(q.promise))
+          const ends = await Promise.all(tracked.map((q) => settleWithin(q, HANG_MS)))
+          assert.deepEqual(ends, Array(BURST).fill('settled'), 'every caller settled')
+          for (const [i, q] of tracked.entries()) {
+            assert.equal(q.status, 'rejected', `query ${i + 1}`)
+            assert.ok([CODES.deadline, CODES.disposed].includes(q.reason?.code), `query ${i + 1}: ${q.reason?.code}`)
+          }
+        })
+        assert.deepEqual(uncaught, [], 'nothing thrown out of the timer')
+        assert.equal(rig.raw.pending.size, 0, 'nothing pending in the registry')
+        for (const q of queries) assert.equal(rig.resolvedCount(q.requestId), 1, `${q.requestId}: resolved once`)
+        assert.equal(reports.length, BURST, 'one report per rejected query, each handed to onReport')
+        const [flights, held] = (await rigGlue()).inFlight()
+        assert.deepEqual([flights, held], [0, false], 'no flight left in the wasm runtime, and no deadline timer holding the process')
+      })
+    }
   })
 
   describe('1,000 mount/dispose cycles with guarded traffic', () => {
