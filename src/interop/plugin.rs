@@ -87,7 +87,7 @@ pub fn apply(ctx: &JsValue, config: &JsValue, host: &JsValue) -> Result<(), Erro
 /// Apply again, on this (fresh) instance, what the record of a mount or a
 /// programmatic install asked for: the recovery after a fault.
 pub fn reapply(record: &JsValue) -> Result<(), Error> {
-    fault::check(Point::Apply);
+    fault::check(Point::Recover);
     if get_string(record, "kind").as_deref() == Some("inspect") {
         return with(|rt| inspect::reinstall(rt, record));
     }

@@ -148,7 +148,24 @@ impl Role {
             Role::PreStep => Point::PreStep,
             Role::Created => Point::Created,
             Role::SessionEvent => Point::SessionEvent,
-            _ => Point::Plugin,
+            Role::Records
+            | Role::RecordsDispose
+            | Role::Inbox
+            | Role::InboxDispose
+            | Role::Registry
+            | Role::Attach
+            | Role::Detach
+            | Role::Commands
+            | Role::Uninstall => Point::Effect,
+            Role::Reports
+            | Role::InspectCounts
+            | Role::InspectReset
+            | Role::Violations
+            | Role::InboxCounts
+            | Role::InboxReset
+            | Role::Status
+            | Role::Provider
+            | Role::Command => Point::Service,
         }
     }
 }
@@ -294,7 +311,11 @@ impl Runtime {
         });
         let tick = Closure::<dyn Fn() -> Array>::new(|| {
             fault::check(Point::Tick);
-            with(inspect::tick)
+            with(|rt| {
+                #[cfg(feature = "fault-injection")]
+                let _held = fault::conflict(&rt.inspect_state);
+                inspect::tick(rt)
+            })
         });
         configure(
             &constants(),
