@@ -115,6 +115,12 @@ pub(super) fn check(point: Point) {
     let _ = point;
 }
 
+/// A broken invariant (a borrow conflict): trap. The JavaScript side fails open
+/// and recovers on a fresh instance, as on any fault of the guard.
+pub(super) fn broken() -> ! {
+    core::arch::wasm32::unreachable()
+}
+
 /// Arm a trap for the next entry at the point named `name`.
 #[cfg(feature = "fault-injection")]
 pub fn inject(name: &str) -> Result<(), crate::error::Error> {
@@ -138,11 +144,12 @@ pub fn inject(name: &str) -> Result<(), crate::error::Error> {
             .into_iter()
             .find(|p| p.name() == name)
             .ok_or(crate::error::Error::InvalidInput {
-            field: "point",
-            value: format!("\"{name}\""),
-            expected: "one of claim, preStep, created, sessionEvent, begin, settle, tick, resolve, \
+                field: "point",
+                value: format!("\"{name}\""),
+                expected:
+                    "one of claim, preStep, created, sessionEvent, begin, settle, tick, resolve, \
                        apply, effect, service, recover, conflict",
-        })?;
+            })?;
     armed::arm(point);
     Ok(())
 }
