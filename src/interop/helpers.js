@@ -147,7 +147,8 @@ function enter(point, fallback, token, gen, previous, self, args) {
 
 /**
  * A fresh copy of a fallback answer Rust made (a caller may change what it
- * gets). An answer that says the guard failed also says what the supervisor knows.
+ * gets). An answer that says the guard failed also says what the supervisor
+ * knows; once it gave up, the command's answer says so.
  */
 function copy(value) {
   let out
@@ -156,9 +157,13 @@ function copy(value) {
   } catch {
     return undefined
   }
-  if (out !== null && typeof out === 'object' && Object.hasOwn(out, life.K.failedKey)) {
+  if (out === null || typeof out !== 'object') return out
+  if (Object.hasOwn(out, life.K.failedKey)) {
     Object.assign(out, faultFacts())
     if (life.gaveUp) out[life.K.failedKey] = `${life.K.failedLine}; ${life.K.gaveUpLine}`
+  } else if (life.gaveUp && typeof out.text === 'string') {
+    // The command's answer, in words.
+    out.text = `${life.K.failedLine}; ${life.K.gaveUpLine}`
   }
   return out
 }

@@ -308,6 +308,7 @@ function defineTests() {
       console.log(`[disposal] ${lines.join('\n[disposal] ')}`)
 
       const total = guarded.cycles + guarded.warmup
+      assert.equal(guarded.instanceCaught, true, 'the guard\'s WebAssembly instance was caught as it was made: the wasm figures are its own')
       assert.deepEqual(guarded.traffic, { answered: total, deadline: total, repaired: total }, 'every cycle carried guarded traffic')
       assert.deepEqual(control.traffic, { answered: total, deadline: 0, repaired: 0 }, 'control: without the guard no deadline fires and the bare string kills every turn')
       assert.ok(guarded.heap.growth < 5 * 2 ** 20, `JS heap growth ${mb(guarded.heap.growth)} < 5 MiB`)
@@ -320,6 +321,8 @@ function defineTests() {
     // minute (at most 4,096 of them): that, and nothing per mount, is what may grow.
     test(`${CYCLES} cycles: the wasm memory grows only by the log bound's windows of the last minute`, async () => {
       const [guarded] = await loops()
+      assert.equal(guarded.instanceCaught, true, 'the guard\'s WebAssembly instance was caught: its memory is what is measured')
+      assert.ok(guarded.wasm.start > 0)
       const growth = guarded.wasm.end - guarded.wasm.start
       assert.ok(growth <= WINDOWS_ALLOWANCE,
         `wasm memory grew from ${kb(guarded.wasm.start)} to ${kb(guarded.wasm.end)} over ${guarded.cycles} mount/dispose cycles `
@@ -331,6 +334,7 @@ function defineTests() {
       const cycles = Math.min(CYCLES, 200)
       const run = await runChild({ project, cycles, warmup: WARMUP, guard: true, gcEachCycle: true })
       t.diagnostic(`GC after every cycle, ${cycles} cycles: wasm ${kb(run.wasm.start)} -> ${kb(run.wasm.end)}, JS heap ${mb(run.heap.growth)}`)
+      assert.equal(run.instanceCaught, true, 'the guard\'s WebAssembly instance was caught: the wasm figures are its own')
       assert.equal(run.traffic.repaired, cycles + WARMUP)
       assert.ok(run.wasm.end - run.wasm.start <= WINDOWS_ALLOWANCE, `${kb(run.wasm.start)} -> ${kb(run.wasm.end)}`)
     })
@@ -450,6 +454,7 @@ async function runLoop({ project, cycles, warmup, guard, parts = ['answered', 'd
     cycles,
     warmup,
     msPerCycle: elapsed / cycles,
+    instanceCaught: instance !== undefined,
     heap: { start: start.heap, end: end.heap, growth: end.heap - start.heap, samples: samples.heap },
     wasm: { initial: initialWasm ?? 0, start: start.wasm, end: end.wasm, samples: samples.wasm },
     externrefs: { start: start.externrefs, end: end.externrefs },

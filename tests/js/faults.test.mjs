@@ -37,11 +37,14 @@ const CWD = fileURLToPath(new URL('.', import.meta.url))
 const POINTS = ['claim', 'preStep', 'created', 'sessionEvent', 'begin', 'settle', 'tick', 'resolve', 'apply']
 /** Points reached by the inbox half's first turn; the others by a query, or by the mount itself. */
 const INBOX_POINTS = new Set(['claim', 'preStep', 'created', 'sessionEvent'])
-/** The waiting query's deadline in the fixture; "at once" must be far inside it. */
+/** The waiting query's deadline in the fixture: ended by the fault, it ends before it. */
 const DEADLINE_MS = 4000
-const PROMPT_MS = 1000
-/** How long a child may take before it counts as hung (a case takes 1–2 s). */
-const CHILD_LIMIT_MS = 20000
+/** The backoff before the first recovery. */
+const BACKOFF_MS = 1000
+/** Date.now() has whole milliseconds, and a Node timer may fire within one of its delay. */
+const CLOCK_SLACK_MS = 2
+/** How long a child may take before it counts as hung (a case takes 10–15 s). */
+const CHILD_LIMIT_MS = 60000
 /** Children at once: the machine has two cores. */
 const PARALLEL = 2
 
@@ -208,8 +211,8 @@ for (const point of POINTS.filter((p) => p !== 'apply')) {
       assert.equal(r.waiting.error?.code, FAILED)
       assert.match(r.waiting.error?.message, /stood down/)
       assert.equal(r.waiting.pendingInRegistry, false, 'the registry has no pending entry for it')
-      assert.ok(r.waiting.afterFaultMs < PROMPT_MS,
-        `ended ${r.waiting.afterFaultMs} ms after the fault, less than ${PROMPT_MS} (its deadline is ${DEADLINE_MS})`)
+      assert.ok(r.waiting.afterFaultMs < DEADLINE_MS,
+        `ended ${r.waiting.afterFaultMs} ms after the fault, before its deadline (${DEADLINE_MS} ms)`)
       if (point === 'resolve' || point === 'tick') {
         assert.equal(r.trigger.query.error?.code, FAILED, 'the refused query, in flight at the fault, ends the same way')
         assert.equal(r.trigger.query.pendingInRegistry, false)
@@ -281,7 +284,9 @@ for (const point of POINTS.filter((p) => p !== 'apply')) {
       assert.equal(r.recoveredLines.length, 1, JSON.stringify(r.recoveredLines))
       assert.equal(r.recoveredLines[0].type, 'info')
       assert.ok(r.recoveredLines[0].text.includes(`after a fault in ${point}`), r.recoveredLines[0].text)
-      assert.ok(r.recoveryWaitMs < 3000, `recovered ${r.recoveryWaitMs} ms into the wait (the backoff is 1 s)`)
+      assert.ok(r.recoveredAfterFaultMs >= BACKOFF_MS - CLOCK_SLACK_MS,
+        `recovered ${r.recoveredAfterFaultMs} ms after the fault: not before the backoff (${BACKOFF_MS} ms)`)
+      assert.ok(r.recoveredAfterFaultMs < BACKOFF_MS + 10000, `recovered ${r.recoveredAfterFaultMs} ms after the fault`)
       assert.equal(r.hungAfter.status, 'rejected')
       assert.equal(r.hungAfter.error?.code, DEADLINE, 'a query no page answers gets the deadline again')
       assert.equal(r.hungAfter.pendingInRegistry, false)
