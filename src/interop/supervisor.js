@@ -346,7 +346,7 @@ export function recoveryDue() {
  * timer fired, or by a new mount while the guard is down (`applying`: its
  * logger); never beneath a wasm frame of the guard.
  */
-export function recover(applying) {
+function recover(applying) {
   if (!life.down || life.gaveUp || life.depth !== 0) return
   if (standbyFaulted) {
     // This call comes from the faulted standby's timer: replace it first.

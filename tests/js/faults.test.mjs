@@ -475,8 +475,10 @@ describe('faults below the top level', () => {
 
   test('a trap while the backoff timer recovers: the next recovery, after the doubled backoff, guards both halves', async () => {
     const r = await nested('recover', 'faults')
-    assertClean(r)
+    assert.deepEqual(r.uncaught, [], 'no uncaught exception')
+    assert.deepEqual(r.unhandled, [], 'no unhandled rejection')
     assert.equal(r.turnAtFault.reason, 'error', 'the turn at the claim fault ran unguarded')
+    assert.equal(r.agentErrors.length, 1, 'the bare string killed that turn, and only that one')
     assert.equal(r.waiting.error?.code, FAILED, 'the waiting query ended at the first fault')
     assert.ok(r.waiting.afterFaultMs < DEADLINE_MS, `well before its deadline (${r.waiting.afterFaultMs} ms after the fault)`)
     assert.equal(r.firstRecoveryFaulted, true)
