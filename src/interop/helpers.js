@@ -56,8 +56,8 @@ life.standDown = () => {
 }
 
 life.atExit = () => {
-  if (lines.length > 0) flushLines()
-  if (reports.length > 0) flushReports()
+  if (lines.length > 0) drain(lines)
+  if (reports.length > 0) drain(reports)
 }
 
 /** What Rust means to throw, handed over by `raise` and thrown once wasm returned. */
@@ -80,20 +80,24 @@ function rethrow() {
 // ---- warn lines ---------------------------------------------------------------------
 
 /**
- * Lines written while wasm ran, `[log, text, …]`, logged by the trampoline once
- * wasm returned: a host logger called from under wasm frames pays several times
- * more for the stack captures it makes.
+ * Lines written while wasm ran, `[log, text, …]`, logged at the outermost exit
+ * from wasm (`life.atExit`): a host logger called from under wasm frames pays
+ * several times more for the stack captures it makes.
  */
 const lines = []
 
-/** Queue a line; the trampoline that entered wasm logs it on the way out. */
+/** Queue a line; the outermost exit from wasm logs it. */
 export function logLater(log, text) {
   lines.push(log, text)
 }
 
-/** Log the queued lines. A throwing logger never stops the rest, nor its caller. */
-function flushLines() {
-  const batch = lines.splice(0)
+/**
+ * Call what `queue` holds, `[f, argument, …]`, in order (queued lines: a logger
+ * and its text; queued reports: `onReport` and its report). A throw never stops
+ * the rest, nor its caller: it is dropped.
+ */
+function drain(queue) {
+  const batch = queue.splice(0)
   for (let i = 0; i < batch.length; i += 2) {
     try {
       batch[i](batch[i + 1])
@@ -114,15 +118,6 @@ export function reportLater(onReport, report) {
   reports.push(onReport, report)
 }
 
-/** Call `onReport` with the queued reports. What it throws is dropped: it never stops the rest, nor its caller. */
-function flushReports() {
-  const batch = reports.splice(0)
-  for (let i = 0; i < batch.length; i += 2) {
-    try {
-      batch[i](batch[i + 1])
-    } catch {}
-  }
-}
 
 /**
  * Enter the current instance with `token`, for a trampoline of generation `gen`.
