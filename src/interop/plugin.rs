@@ -22,7 +22,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
-use super::runtime::{with, Role, Runtime};
+use super::runtime::{exclusive, shared, with, Role, Runtime};
 use super::{
     abandon, call, emit, fault_facts, get, get_fn, get_string, hold, inbox, inspect, object,
     open_mount, original_of, raw_config, release, to_js,
@@ -87,7 +87,7 @@ pub fn apply(ctx: &JsValue, config: &JsValue, host: &JsValue) -> Result<(), Erro
 /// Apply again, on this (fresh) instance, what the record of a mount or a
 /// programmatic install asked for: the recovery after a fault.
 pub fn reapply(record: &JsValue) -> Result<(), Error> {
-    fault::check(Point::Apply);
+    fault::check(Point::Recover);
     if get_string(record, "kind").as_deref() == Some("inspect") {
         return with(|rt| inspect::reinstall(rt, record));
     }
@@ -245,28 +245,18 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
     let none = JsValue::UNDEFINED;
     Ok(match role {
         Role::Reports => read(rt, id, Array::new().into(), |m| {
-            Some(to_js(
-                &m.inspect_ledger
-                    .try_borrow()
-                    .ok()?
-                    .records()
-                    .collect::<Vec<_>>(),
-            ))
+            shared(&m.inspect_ledger, |l| {
+                to_js(&l.records().collect::<Vec<_>>())
+            })
         }),
         Role::Violations => read(rt, id, Array::new().into(), |m| {
-            Some(to_js(
-                &m.inbox_ledger
-                    .try_borrow()
-                    .ok()?
-                    .records()
-                    .collect::<Vec<_>>(),
-            ))
+            shared(&m.inbox_ledger, |l| to_js(&l.records().collect::<Vec<_>>()))
         }),
         Role::InspectCounts => read(rt, id, to_js(&InspectCounts::default()), |m| {
-            Some(to_js(m.inspect_ledger.try_borrow().ok()?.counts()))
+            shared(&m.inspect_ledger, |l| to_js(l.counts()))
         }),
         Role::InboxCounts => read(rt, id, to_js(&InboxCounts::default()), |m| {
-            Some(to_js(m.inbox_ledger.try_borrow().ok()?.counts()))
+            shared(&m.inbox_ledger, |l| to_js(l.counts()))
         }),
         Role::InspectReset => {
             with_ledgers(rt, id, |inspect, _| inspect.reset());
@@ -275,10 +265,8 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
         Role::InboxReset => {
             with_ledgers(rt, id, |_, inbox| inbox.reset());
             let sightings = rt.plugin(|s| s.mounts.get(id).map(|m| m.sightings.clone()));
-            if let Some(Ok(mut sightings)) =
-                sightings.flatten().as_ref().map(|s| s.try_borrow_mut())
-            {
-                sightings.reset();
+            if let Some(sightings) = sightings {
+                exclusive(&sightings, |s| s.reset());
             }
             none
         }
@@ -295,9 +283,7 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
                 .into()
         }
         Role::InboxDispose => {
-            let guard = rt
-                .plugin(|s| s.mounts.get_mut(id)?.inbox_guard.take())
-                .flatten();
+            let guard = rt.plugin(|s| s.mounts.get_mut(id)?.inbox_guard.take());
             if let Some(guard) = guard {
                 inbox::dispose(rt, guard);
             }
@@ -323,16 +309,9 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
     })
 }
 
-/// `f` of a live mount; `empty` for a mount that is gone (disposed) or records that are busy.
-fn read(
-    rt: &Runtime,
-    id: u32,
-    empty: JsValue,
-    f: impl FnOnce(&Mount) -> Option<JsValue>,
-) -> JsValue {
-    rt.plugin(|s| s.mounts.get(id).and_then(f))
-        .flatten()
-        .unwrap_or(empty)
+/// `f` of a live mount; `empty` for a mount that is gone (disposed).
+fn read(rt: &Runtime, id: u32, empty: JsValue, f: impl FnOnce(&Mount) -> JsValue) -> JsValue {
+    rt.plugin(|s| s.mounts.get(id).map(f)).unwrap_or(empty)
 }
 
 fn with_ledgers(
@@ -340,37 +319,30 @@ fn with_ledgers(
     id: u32,
     f: impl FnOnce(&mut Ledger<InspectReport>, &mut Ledger<Violation>),
 ) {
-    let ledgers = rt
-        .plugin(|s| {
-            let m = s.mounts.get(id)?;
-            Some((m.inspect_ledger.clone(), m.inbox_ledger.clone()))
-        })
-        .flatten();
+    let ledgers = rt.plugin(|s| {
+        let m = s.mounts.get(id)?;
+        Some((m.inspect_ledger.clone(), m.inbox_ledger.clone()))
+    });
     if let Some((inspect, inbox)) = ledgers {
-        if let (Ok(mut a), Ok(mut b)) = (inspect.try_borrow_mut(), inbox.try_borrow_mut()) {
-            f(&mut a, &mut b);
-        }
+        exclusive(&inspect, |a| exclusive(&inbox, |b| f(a, b)));
     }
 }
 
 fn install_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
-    let Some((config, ctx, records, create, warn, owner)) = rt
-        .plugin(|s| {
-            let m = s.mounts.get(id)?;
-            Some((
-                m.config.inbox,
-                m.ctx.clone(),
-                inbox::Records {
-                    ledger: m.inbox_ledger.clone(),
-                    sightings: m.sightings.clone(),
-                },
-                m.create_user_message.clone(),
-                m.warn.clone(),
-                m.record.clone(),
-            ))
-        })
-        .flatten()
-    else {
+    let Some((config, ctx, records, create, warn, owner)) = rt.plugin(|s| {
+        let m = s.mounts.get(id)?;
+        Some((
+            m.config.inbox,
+            m.ctx.clone(),
+            inbox::Records {
+                ledger: m.inbox_ledger.clone(),
+                sightings: m.sightings.clone(),
+            },
+            m.create_user_message.clone(),
+            m.warn.clone(),
+            m.record.clone(),
+        ))
+    }) else {
         return Ok(());
     };
     let on = bound_on(&ctx);
@@ -394,19 +366,16 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
     let Some(registry) = get(sub, "cordisInspect").map(|r| original_of(&r)) else {
         return;
     };
-    let Some((config, ledger, warn, validate, record)) = rt
-        .plugin(|s| {
-            let m = s.mounts.get(mount)?;
-            Some((
-                m.config,
-                m.inspect_ledger.clone(),
-                m.warn.clone(),
-                m.validate.clone(),
-                m.record.clone(),
-            ))
-        })
-        .flatten()
-    else {
+    let Some((config, ledger, warn, validate, record)) = rt.plugin(|s| {
+        let m = s.mounts.get(mount)?;
+        Some((
+            m.config,
+            m.inspect_ledger.clone(),
+            m.warn.clone(),
+            m.validate.clone(),
+            m.record.clone(),
+        ))
+    }) else {
         return;
     };
     let say = |text: &str| {
@@ -462,7 +431,7 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
 }
 
 fn detach(rt: &Runtime, id: u32) {
-    let Some(attachment) = rt.plugin(|s| s.attachments.remove(id)).flatten() else {
+    let Some(attachment) = rt.plugin(|s| s.attachments.remove(id)) else {
         return;
     };
     if let Some(guard) = attachment.guard {
@@ -475,9 +444,8 @@ fn detach(rt: &Runtime, id: u32) {
     }
     if let Some(unregister) = attachment.unregister {
         let _ = unregister.call0(&JsValue::UNDEFINED);
-        if let Some(record) = rt
-            .plugin(|s| s.mounts.get(attachment.mount).map(|m| m.record.clone()))
-            .flatten()
+        if let Some(record) =
+            rt.plugin(|s| s.mounts.get(attachment.mount).map(|m| m.record.clone()))
         {
             release(&record, &unregister);
         }
@@ -543,15 +511,21 @@ fn with_status<R>(
     f: impl FnOnce(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> R,
 ) -> Option<R> {
     let faults = faults();
-    let in_flight = rt.inspect(|s| s.in_flight()).unwrap_or(0);
+    let in_flight = rt.inspect(|s| s.in_flight());
     rt.plugin(|s| {
         let m = s.mounts.get(mount)?;
         let inspect_config = m
             .inspect_guards
             .first()
             .and_then(|g| inspect::config_of(rt, *g));
-        let inspect = m.inspect_ledger.try_borrow().ok()?;
-        let inbox = m.inbox_ledger.try_borrow().ok()?;
+        let inspect = m
+            .inspect_ledger
+            .try_borrow()
+            .unwrap_or_else(|_| super::fault::broken());
+        let inbox = m
+            .inbox_ledger
+            .try_borrow()
+            .unwrap_or_else(|_| super::fault::broken());
         let status = Status {
             version: env!("CARGO_PKG_VERSION"),
             failed: None,
@@ -567,7 +541,6 @@ fn with_status<R>(
         };
         Some(f(&status, &inspect, &inbox))
     })
-    .flatten()
 }
 
 /// A service's `status()`: what the provider's `status` answers.
@@ -624,10 +597,7 @@ fn register_command(rt: &Runtime, mount: u32, sub: &JsValue) {
     let Some(commands) = get(sub, "commands") else {
         return;
     };
-    let Some(record) = rt
-        .plugin(|s| s.mounts.get(mount).map(|m| m.record.clone()))
-        .flatten()
-    else {
+    let Some(record) = rt.plugin(|s| s.mounts.get(mount).map(|m| m.record.clone())) else {
         return;
     };
     let none = JsValue::UNDEFINED;
@@ -644,7 +614,7 @@ fn register_command(rt: &Runtime, mount: u32, sub: &JsValue) {
     match get_fn(&commands, "register").map(|r| r.call1(&commands, &definition)) {
         Some(Ok(disposer)) => hold(&record, &disposer),
         Some(Err(error)) => {
-            let warn = rt.plugin(|s| s.mounts.get(mount)?.warn.clone()).flatten();
+            let warn = rt.plugin(|s| s.mounts.get(mount)?.warn.clone());
             if let Some(warn) = warn {
                 let reason = get_string(&error, "message").unwrap_or_else(|| "refused".into());
                 emit(
