@@ -135,18 +135,24 @@ async function waitFor(fn, ms, what) {
  * picture never shows a part half hidden under them.
  */
 export async function shoot(page, parts, file, { pad = 16, between } = {}) {
-  await parts[0].evaluate((el, margin) => {
-    el.scrollIntoView({ block: 'start', behavior: 'instant' })
-    for (let box = el.parentElement; box; box = box.parentElement) {
-      if (box.scrollHeight > box.clientHeight && /auto|scroll/.test(getComputedStyle(box).overflowY)) { box.scrollTop -= margin; break }
-    }
-  }, 2 * pad)
+  // Scroll, let two frames pass, measure; again until nothing moves (an
+  // expanding block grows for a while after it is clicked).
   let boxes = []
   for (let settled = false, tries = 0; !settled; tries++) {
+    if (tries > 50) throw new Error(`screenshot ${file}: the layout did not settle`)
+    await parts[0].evaluate((el, margin) => {
+      el.scrollIntoView({ block: 'start', behavior: 'instant' })
+      for (let box = el.parentElement; box; box = box.parentElement) {
+        if (box.scrollHeight <= box.clientHeight || !/auto|scroll/.test(getComputedStyle(box).overflowY)) continue
+        // Flush with the top only when the container could scroll that far: leave a margin there.
+        if (box.scrollTop + box.clientHeight < box.scrollHeight - 1) box.scrollTop -= margin
+        break
+      }
+    }, 2 * pad)
     await page.evaluate(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))))
     const next = await Promise.all(parts.map(part => part.boundingBox()))
     if (next.some(b => !b)) throw new Error(`screenshot ${file}: a part is not visible`)
-    settled = JSON.stringify(next) === JSON.stringify(boxes) || tries > 20
+    settled = JSON.stringify(next) === JSON.stringify(boxes)
     boxes = next
   }
   let [top, bottom] = [0, VIEWPORT.height]
