@@ -190,7 +190,7 @@ $(CHROMIUM):
 	export DEBIAN_FRONTEND=noninteractive && $(CHROMIUM_INSTALL)
 	@test -x $(CHROMIUM) || { echo "the chromium package did not install $(CHROMIUM)" >&2; exit 1; }
 e2e: $(TARBALL) $(E2E_STAMP) $(CHROMIUM)
-	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), $$($(CHROMIUM) --version 2>/dev/null), with $(TARBALL)"
+	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), $$(echo $$($(CHROMIUM) --version 2>/dev/null)), with $(TARBALL)"
 	cd $(E2E) && $(E2E_ENV) $(E2E_TEST) *.test.mjs
 test-e2e: e2e
 # The pictures of the real page in docs/images/: the guarded arm of
