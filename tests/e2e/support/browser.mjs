@@ -9,7 +9,7 @@
 
 import { existsSync } from 'node:fs'
 import { chromium } from 'playwright-core'
-import { adopt, killGroup, sleep } from './dsh.mjs'
+import { adopt, killGroup, sleep, waitUntil } from './dsh.mjs'
 
 /** Debian's binary, called directly (the `/usr/bin/chromium` wrapper script prints a shell error). */
 export const CHROMIUM = process.env.HARNESS_GUARD_CHROMIUM || '/usr/lib/chromium/chromium'
@@ -104,14 +104,14 @@ export async function openTab(context, url, { firstRun = false } = {}) {
     calls,
     /** The `providers` of each `dynamicCordisRunner/syncInspectManifest` the tab sent. */
     syncs: () => calls.filter(c => c.method === 'dynamicCordisRunner/syncInspectManifest').map(c => c.payload.args.providers),
-    /** The `resolution` of each `dynamicCordisRunner/resolveInspectQuery` the tab sent (its answers). */
+    /** The tab's answers: the args of each `dynamicCordisRunner/resolveInspectQuery` it sent (`{ agentId, requestId, resolution }`). */
     answers: () => calls.filter(c => c.method === 'dynamicCordisRunner/resolveInspectQuery').map(c => c.payload.args),
     close: () => page.close(),
   }
   try {
     await page.goto(url)
     if (firstRun) await page.getByRole('dialog', { name: 'Internal Testing Notice' }).getByRole('button', { name: 'Continue' }).click()
-    await waitFor(() => tab.syncs().length >= 2, 15_000, 'the page to sync its client providers twice')
+    await waitUntil(() => tab.syncs().length >= 2, { ms: 15_000, every: 50, what: 'the page to sync its client providers twice' })
     return tab
   } catch (error) {
     await page.close().catch(() => {})
@@ -119,20 +119,12 @@ export async function openTab(context, url, { firstRun = false } = {}) {
   }
 }
 
-async function waitFor(fn, ms, what) {
-  const end = Date.now() + ms
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await sleep(50)
-  }
-}
-
 /**
  * A PNG of the region that covers every locator in `parts` (plus `pad` px).
  * The first part is scrolled to near the top of its scroll container (or as
- * far as the container goes) and the layout left to settle. `between`: two locators
- * (a header above, a composer below) that the region must fit between, so a
- * picture never shows a part half hidden under them.
+ * far as the container goes) and the layout left to settle. `between`: two
+ * locators (a header above, a composer below) that the region must fit
+ * between, so a picture never shows a part half hidden under them.
  */
 export async function shoot(page, parts, file, { pad = 16, between } = {}) {
   // Scroll, let two frames pass, measure; again until nothing moves (an
