@@ -23,7 +23,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::PatchHandle;
-use super::runtime::{exclusive, token, Role, Runtime};
+use super::runtime::{exclusive, shared, token, Role, Runtime};
 use super::{
     at, drop_at, emit_with, get, get_fn, get_string, hold, is_array, length, object, patch_claim,
     plain_copy, release, render_head, render_head_at, repair_at, repair_message, safe_string,
@@ -62,6 +62,24 @@ struct Ctx {
     sightings: Rc<RefCell<Sightings>>,
     /// The mount record the guard's patches and listeners belong to (see `supervisor.js`).
     owner: JsValue,
+    /// The repaired messages' summaries, by value kind, as JavaScript strings
+    /// (made once: a string made per repair is a decode per repair).
+    summaries: RefCell<Vec<(&'static str, JsValue)>>,
+}
+
+impl Ctx {
+    /// The summary a repaired `probe` carries, as a JavaScript string.
+    fn summary(&self, probe: &Probe) -> JsValue {
+        let kind = probe.kind();
+        let known = shared(&self.summaries, |all| {
+            all.iter().find(|(k, _)| *k == kind).map(|(_, s)| s.clone())
+        });
+        known.unwrap_or_else(|| {
+            let made = JsValue::from_str(&repair_summary(probe));
+            exclusive(&self.summaries, |all| all.push((kind, made.clone())));
+            made
+        })
+    }
 }
 
 /// Where a guard's records go: the mount's ledger, and which of them are the same value.
@@ -103,6 +121,7 @@ pub(super) fn install(
             ledger: records.ledger,
             sightings: records.sightings,
             owner: owner.clone(),
+            summaries: RefCell::default(),
         }),
         patches: Vec::new(),
         pruned_at: 0,
@@ -122,7 +141,7 @@ pub(super) fn install(
             // Only inbox writes that inserted something concern the guard.
             Role::SessionEvent => rt.insert_observer(guard),
             Role::PreStep => rt.pre_step(guard),
-            _ => rt.method(guard, role, &JsValue::UNDEFINED, &JsValue::UNDEFINED, false),
+            _ => rt.listener(guard, role),
         };
         match on.call3(&JsValue::UNDEFINED, &event.into(), &listener, &options) {
             Ok(d) => {
@@ -181,9 +200,9 @@ fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
     let Some(owner) = ctx(rt, guard).map(|cx| cx.owner.clone()) else {
         return;
     };
-    let Ok(Some(patch)) = PatchHandle::install(|| {
-        patch_claim(inbox, &owner, token(guard, Role::Claim), MESSAGE_CODE)
-    }) else {
+    let Ok(Some(patch)) =
+        PatchHandle::install(|| patch_claim(inbox, &owner, token(guard, Role::Claim)))
+    else {
         return;
     };
     // Handles are dropped after the borrow: dropping one restores its slot, a call
@@ -215,7 +234,7 @@ pub(super) fn created(rt: &Runtime, guard: u32, payload: &JsValue) {
 }
 
 /// A claimed batch that needs the guard, as the claim wrapper hands it over
-/// (`enterClaim` in helpers.js): numbers and one string, no other crossing.
+/// (`enterClaim` in claims.js): numbers and one string, no other crossing.
 pub(super) struct Claimed {
     /// The batch the host's claim returned; sanitized in place.
     pub(super) batch: JsValue,
@@ -233,7 +252,7 @@ pub(super) struct Claimed {
     pub(super) session: Option<String>,
 }
 
-/// The flags a claim wrapper hands over with a batch (`enterClaim` in helpers.js,
+/// The flags a claim wrapper hands over with a batch (`enterClaim` in claims.js,
 /// which gets them in `configure` as `K.claimFlags`).
 pub(super) mod flag {
     /// Something other than the host's own claim produced the batch.
@@ -246,7 +265,7 @@ pub(super) mod flag {
     pub(in crate::interop) const CLEAN: u32 = 8;
 }
 
-/// How `repairAt` (helpers.js) left a batch entry; handed over in `configure` as `K.repair`.
+/// How `repairAt` (edits.js) left a batch entry; handed over in `configure` as `K.repair`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Repair {
     /// The host made no usable message: the entry is dropped instead.
@@ -328,7 +347,9 @@ pub(super) fn pre_step(rt: &Runtime, guard: u32, event: &JsValue) {
             // A batch some claim wrapper of ours returned was judged whole already;
             // anything else (claimed before the mount, or added to after our claim)
             // has its message-shaped entries judged by their plain copies.
-            let deep = !vouched(&messages);
+            let deep = !inbox
+                .as_ref()
+                .is_some_and(|inbox| vouched(inbox, &messages));
             let codes = shapes(&messages);
             sanitize_batch(
                 &cx,
@@ -492,7 +513,7 @@ fn sanitize_batch(
         let (head, longer) = render_head_at(batch, i, cx.preview_chars);
         let action = match action {
             Action::Repair => {
-                let outcome = repair_at(batch, i, &cx.create_user_message, &repair_summary(&probe));
+                let outcome = repair_at(batch, i, &cx.create_user_message, &cx.summary(&probe));
                 if outcome == Repair::Repaired as u32 {
                     Action::Repair
                 } else if outcome == Repair::Refused as u32 {
@@ -657,7 +678,7 @@ impl Rendered {
 /// input is put together on the JavaScript side (`repairMessage`): one crossing
 /// instead of a dozen.
 fn repaired(cx: &Ctx, value: &JsValue, probe: &Probe) -> Option<JsValue> {
-    let message = repair_message(&cx.create_user_message, value, &repair_summary(probe));
+    let message = repair_message(&cx.create_user_message, value, &cx.summary(probe));
     (classify(&Probe::from_code(shape(&message))) == Class::Message).then_some(message)
 }
 

@@ -1,7 +1,7 @@
 //! The inspect guard on a live `CordisInspectRegistryService`.
 //!
 //! `query` is wrapped so that a `platform: "client"` call the registry makes wait
-//! becomes a flight (see `patchQuery` in `helpers.js`, which keeps the JavaScript
+//! becomes a flight (see `patchQuery` in `flights.js`, which keeps the JavaScript
 //! half of each flight by the key Rust gives it). The registry gets the caller's
 //! own arguments, signal included, so cancellation is the registry's as without
 //! the guard. When the guard ends a flight, the registry's pending entry is
@@ -59,7 +59,7 @@ impl Sink {
     /// Record a report (the ledger, `onReport`) and log its warn line, `text(report)`,
     /// made only when the line is written (a burst of endings is mostly left out).
     /// `onReport` is called, like the line is logged, once the guard left wasm,
-    /// after the endings were delivered (see `reportLater` in helpers.js).
+    /// after the endings were delivered (see `reportLater` in deferred.js).
     fn report(&self, report: InspectReport, text: &dyn Fn(&InspectReport) -> String) {
         if let Some(on_report) = &self.on_report {
             report_later(on_report, &to_js(&report));
@@ -85,7 +85,7 @@ struct Guard {
 
 /// Inspect guards and the flights of all of them. (The JavaScript half of each
 /// flight, its registry and names, its request and the error its caller gets,
-/// stays in `helpers.js` under the same key.)
+/// stays in `flights.js` under the same key.)
 #[derive(Default)]
 pub(crate) struct State {
     guards: IdMap<Guard>,
@@ -315,6 +315,7 @@ pub(super) fn begin(rt: &Runtime, guard: u32, started_at: f64, unannounced: bool
         );
     }
     rearm_at(rt, started_at);
+    rt.hold_while_waiting();
     key.to_f64()
 }
 
@@ -459,6 +460,7 @@ pub(super) fn settle(rt: &Runtime, key: f64) {
     };
     if rt.inspect(|s| s.flights.land(key)).is_some() {
         rearm(rt);
+        rt.hold_while_waiting();
     }
 }
 
@@ -476,11 +478,12 @@ pub(super) fn tick(rt: &Runtime) -> Array {
     let ended = rt.inspect(|s| s.flights.expire_at_most(now, EXPIRY_CHUNK));
     let work = end_flights(rt, ended.into_iter().map(|(key, _)| key).collect());
     rearm(rt);
+    rt.hold_while_waiting();
     work
 }
 
 /// Land the guard's endings, build their errors and record their reports. Returns
-/// the rest as work for `deliver` (helpers.js): `[flight, code, message, …]`.
+/// the rest as work for `deliver` (flights.js): `[flight, code, message, …]`.
 /// Every flight landed here is delivered, whether or not its guard is still
 /// installed (a guard disposed meanwhile, by an `onReport` say, records nothing
 /// more, but its callers still get their endings). (Kept out of line: the
@@ -584,6 +587,7 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
         Some(due) => rt.arm(Some(due), monotonic_now),
         None => rt.disarm(),
     }
+    rt.hold_while_waiting();
 }
 
 /// Whether a guard is installed (for the provider's status).

@@ -14,6 +14,7 @@ mod inspect;
 mod patch;
 mod plugin;
 mod runtime;
+mod timer;
 
 #[cfg(feature = "fault-injection")]
 pub use fault::inject as inject_fault;
@@ -29,10 +30,9 @@ use wasm_bindgen::JsCast;
 use crate::config::Raw;
 use crate::error::Error;
 
-#[wasm_bindgen(module = "/src/interop/helpers.js")]
+#[wasm_bindgen(module = "/src/interop/trampolines.js")]
 extern "C" {
     fn configure(constants: &JsValue, shape: &JsValue, repair_source: &JsValue, entries: &Array);
-    fn raise(error: &JsValue);
     #[wasm_bindgen(js_name = makeMethod)]
     fn make_method(
         token: u32,
@@ -41,17 +41,41 @@ extern "C" {
         fallback: &JsValue,
         by_first: bool,
     ) -> Function;
+    #[wasm_bindgen(js_name = makeListener)]
+    fn make_listener(token: u32, point: &str) -> Function;
     #[wasm_bindgen(js_name = makePreStep)]
     fn make_pre_step(token: u32) -> Function;
     #[wasm_bindgen(js_name = makeInsertObserver)]
-    fn make_insert_observer(token: u32, message_code: u32) -> Function;
+    fn make_insert_observer(token: u32) -> Function;
+}
+
+#[wasm_bindgen(module = "/src/interop/deferred.js")]
+extern "C" {
+    fn raise(error: &JsValue);
+    #[wasm_bindgen(js_name = logLater)]
+    fn log_later(log: &Function, text: &str);
+    #[wasm_bindgen(js_name = reportLater)]
+    fn report_later(on_report: &Function, report: &JsValue);
+}
+
+#[wasm_bindgen(module = "/src/interop/patches.js")]
+extern "C" {
+    fn unpatch(record: &JsValue);
+    #[wasm_bindgen(js_name = patchAlive)]
+    fn patch_alive(record: &JsValue) -> bool;
+    #[wasm_bindgen(js_name = stalePatches)]
+    fn stale_patches(owner: &JsValue, kind: &str) -> Array;
+}
+
+#[wasm_bindgen(module = "/src/interop/claims.js")]
+extern "C" {
     #[wasm_bindgen(js_name = patchClaim, catch)]
-    fn patch_claim(
-        inbox: &JsValue,
-        owner: &JsValue,
-        token: u32,
-        message_code: u32,
-    ) -> Result<JsValue, JsValue>;
+    fn patch_claim(inbox: &JsValue, owner: &JsValue, token: u32) -> Result<JsValue, JsValue>;
+    fn vouched(inbox: &JsValue, list: &JsValue) -> bool;
+}
+
+#[wasm_bindgen(module = "/src/interop/flights.js")]
+extern "C" {
     #[wasm_bindgen(js_name = patchQuery, catch)]
     fn patch_query(registry: &JsValue, owner: &JsValue, guard: u32) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = patchResolve, catch)]
@@ -61,12 +85,6 @@ extern "C" {
         unbound: u32,
         refused: u32,
     ) -> Result<JsValue, JsValue>;
-    fn unpatch(record: &JsValue);
-    #[wasm_bindgen(js_name = patchAlive)]
-    fn patch_alive(record: &JsValue) -> bool;
-    #[wasm_bindgen(js_name = stalePatches)]
-    fn stale_patches(owner: &JsValue, kind: &str) -> Array;
-    fn vouched(list: &JsValue) -> bool;
     #[wasm_bindgen(js_name = makeAnnouncer)]
     fn make_announcer() -> Function;
     #[wasm_bindgen(js_name = flightOf)]
@@ -74,26 +92,20 @@ extern "C" {
     #[wasm_bindgen(js_name = takeFlight)]
     fn take_flight(key: f64) -> JsValue;
     fn deliver(work: &Array);
-    #[wasm_bindgen(js_name = armTimer)]
-    fn arm_timer(delay_ms: f64);
-    #[wasm_bindgen(js_name = clearTimer)]
-    fn clear_timer();
-    #[wasm_bindgen(js_name = logLater)]
-    fn log_later(log: &Function, text: &str);
-    #[wasm_bindgen(js_name = reportLater)]
-    fn report_later(on_report: &Function, report: &JsValue);
+}
+
+#[wasm_bindgen(module = "/src/interop/shapes.js")]
+extern "C" {
     #[wasm_bindgen(js_name = shapes)]
     fn shape_codes(list: &JsValue) -> js_sys::Uint32Array;
     #[wasm_bindgen(js_name = shapeCode)]
     fn shape(value: &JsValue) -> u32;
+}
+
+#[wasm_bindgen(module = "/src/interop/values.js")]
+extern "C" {
     #[wasm_bindgen(js_name = plainCopy)]
     fn plain_copy(value: &JsValue) -> JsValue;
-    #[wasm_bindgen(js_name = repairMessage)]
-    fn repair_message(create: &Function, value: &JsValue, summary: &str) -> JsValue;
-    #[wasm_bindgen(js_name = repairAt)]
-    fn repair_at(batch: &JsValue, index: u32, create: &Function, summary: &str) -> u32;
-    #[wasm_bindgen(js_name = dropAt)]
-    fn drop_at(batch: &JsValue, index: u32) -> bool;
     #[wasm_bindgen(js_name = renderHead)]
     fn render_head_js(value: &JsValue, units: u32) -> String;
     #[wasm_bindgen(js_name = renderAt)]
@@ -102,9 +114,18 @@ extern "C" {
     fn snapshot(value: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = safeString)]
     fn safe_string(value: &JsValue) -> JsString;
-    fn render(value: &JsValue) -> JsString;
     #[wasm_bindgen(js_name = isArray)]
     fn is_array(value: &JsValue) -> Option<bool>;
+}
+
+#[wasm_bindgen(module = "/src/interop/edits.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = repairMessage)]
+    fn repair_message(create: &Function, value: &JsValue, summary: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = repairAt)]
+    fn repair_at(batch: &JsValue, index: u32, create: &Function, summary: &JsValue) -> u32;
+    #[wasm_bindgen(js_name = dropAt)]
+    fn drop_at(batch: &JsValue, index: u32) -> bool;
 }
 
 #[wasm_bindgen(module = "/src/interop/supervisor.js")]

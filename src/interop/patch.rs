@@ -1,12 +1,13 @@
 //! Patching a method by marker: an RAII handle over a patch record of the JavaScript side.
 //!
 //! The wrapper, its marker (`Symbol.for('harness-guard.patched')` → `{ original,
-//! owner }`) and the record of what the slot held are made in `helpers.js`
-//! (`patchClaim`, `patchQuery`, `patchResolve`), which also keeps every record by
-//! target and key: a fresh instance that patches a slot where a faulted one left
-//! its wrapper re-points that wrapper instead of stacking another. Dropping the
-//! handle takes the patch off (the slot gets its method back while it still holds
-//! our wrapper; a later patch over ours is left alone).
+//! owner }`) and the record of what the slot held are made in `patches.js` (for
+//! `patchClaim` in claims.js, `patchQuery` and `patchResolve` in flights.js),
+//! which also keeps every record by target and key: a fresh instance that patches
+//! a slot where a faulted one left its wrapper re-points that wrapper instead of
+//! stacking another. Dropping the handle takes the patch off (the slot gets its
+//! method back while it still holds our wrapper; a later patch over ours is left
+//! alone).
 
 use wasm_bindgen::prelude::*;
 
@@ -20,7 +21,7 @@ pub(super) struct PatchHandle {
 }
 
 impl PatchHandle {
-    /// Patch through `install` (one of the helpers' `patch*`), which returns the
+    /// Patch through `install` (one of the JavaScript side's `patch*`), which returns the
     /// patch record, `undefined` when the slot holds a live harness-guard wrapper
     /// already (installing twice never wraps twice), or throws when the slot holds
     /// no function or refuses the wrapper.

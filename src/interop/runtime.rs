@@ -12,26 +12,22 @@
 //! after a fault the instance is replaced (see `supervisor.js`), and what the
 //! faulted one made forwards.
 //!
-//! One timer serves every deadline: a Node `Timeout` held on the JavaScript side
-//! (`armTimer`, `clearTimer`), armed for the earliest due flight, never longer than
-//! [`MAX_SLEEP_MS`], so most arms ask for the same delay and refresh the timer
-//! instead of making a new one; let go (unref'd) when nothing waits. While a
-//! guarded query waits it is ref'd, so a process whose only work is that query
-//! lives until the deadline fires. Its callback calls `tick`, and the endings
-//! are delivered with no wasm frame beneath the registry. Work already due (the
-//! rest of a burst ended in chunks) runs on the next turn of the loop.
+//! One Node `Timeout` serves every deadline ([`DeadlineTimer`], timer.rs): it
+//! lives here, beside the flights that decide it, and this runtime arms,
+//! refreshes, holds and lets it go. The rule for when it keeps the process alive
+//! is [`Runtime::hold_while_waiting`]: exactly while a guarded query waits.
 //!
 //! The recovery after a fault waits on a gloo [`Timeout`] owned by the fresh
 //! instance's runtime (dropping it clears it): armed once per fault, off every
-//! per-query path, where a timer made and cleared per call measurably cost
-//! (a Node `Timeout` refreshed costs a tenth of one made and cleared). Its
-//! callback only tells the JavaScript side (`recoveryDue`): the recovery may
-//! replace this instance, so it runs once the callback's frame is gone.
+//! per-query path. Its callback only tells the JavaScript side (`recoveryDue`):
+//! the recovery may replace this instance, so it runs once the callback's frame
+//! is gone.
 //!
 //! The state is in `RefCell`s, and no call into JavaScript is made while one is
 //! borrowed (JavaScript may call straight back in: cordis runs an effect's body
 //! inside `ctx.effect`, the host's splice emits a `session/event` the observer
-//! takes). A borrow conflict is therefore a broken invariant, never a state to
+//! takes), except Node's timer functions on the deadline timer's own cell, which
+//! never call back synchronously. A borrow conflict is therefore a broken invariant, never a state to
 //! work around: it traps ([`exclusive`]), and the guard fails open and recovers
 //! as on any fault, instead of going on with a step skipped (a deadline tick
 //! that ended nothing and never re-armed would leave every waiting query
@@ -45,9 +41,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
+use super::timer::DeadlineTimer;
 use super::{
-    arm_timer, clear_timer, configure, inbox, inspect, make_insert_observer, make_method,
-    make_pre_step, monotonic_now, plugin, raise, recovery_due, to_js_error,
+    configure, inbox, inspect, make_insert_observer, make_listener, make_method, make_pre_step,
+    monotonic_now, plugin, raise, recovery_due, to_js_error,
 };
 use crate::error::Error;
 use crate::recovery::Plan;
@@ -135,10 +132,6 @@ const ROLES: [Role; 24] = [
 
 const ROLE_BITS: u32 = 5;
 
-/// The longest the deadline timer sleeps before it looks again (ms): the delay
-/// most arms ask for, so the one Node `Timeout` is refreshed rather than remade.
-const MAX_SLEEP_MS: f64 = 1000.0;
-
 /// The token of `role` of `id`, as a trampoline carries it.
 pub(super) fn token(id: u32, role: Role) -> u32 {
     (id << ROLE_BITS) | role as u32
@@ -197,8 +190,8 @@ pub(super) struct Runtime {
     /// Owned here and never read: JavaScript calls them (see `configure`), so
     /// they live as long as the runtime.
     _entries: Entries,
-    /// The time the deadline timer fires at, while it is set.
-    armed_for: Cell<Option<f64>>,
+    /// The one deadline timer.
+    deadline: RefCell<DeadlineTimer>,
     /// The recovery's backoff, while the guard is down and waits to recover.
     recovery: RefCell<Option<Timeout>>,
 }
@@ -219,7 +212,7 @@ struct Entries {
 }
 
 /// The constants the JavaScript side works with, handed over once per instance
-/// (see `configure` in helpers.js and `life.K` in supervisor.js): key and text
+/// (see `configure` in trampolines.js and `life.K` in supervisor.js): key and text
 /// pairs set on one object (a loop over them is a fraction of the `.wasm` a
 /// derived `Serialize` of the same fields was).
 fn constants() -> JsValue {
@@ -233,9 +226,7 @@ fn constants() -> JsValue {
         "harness-guard recovered {bound} and faulted again: it is not mounted again until \
          the process restarts"
     );
-    let texts: [(&str, &str); 17] = [
-        ("nextStep", "nextStep"),
-        ("nextTurnList", "nextTurn"),
+    let texts: [(&str, &str); 15] = [
         ("nextTurn", "next-turn"),
         ("splicedEvent", "agent/inbox/spliced"),
         ("inserted", "inserted"),
@@ -389,7 +380,7 @@ impl Runtime {
                 settle,
                 tick,
             },
-            armed_for: Cell::new(None),
+            deadline: RefCell::default(),
             recovery: RefCell::new(None),
         }
     }
@@ -447,12 +438,17 @@ impl Runtime {
     /// The `session/event` observer: only inbox writes that inserted something other
     /// than usable messages reach the guard.
     pub(super) fn insert_observer(&self, guard: u32) -> Function {
-        make_insert_observer(token(guard, Role::SessionEvent), crate::inbox::MESSAGE_CODE)
+        make_insert_observer(token(guard, Role::SessionEvent))
     }
 
     /// The `agent/pre-step` entry: the guard sees the event, the trampoline calls `next`.
     pub(super) fn pre_step(&self, guard: u32) -> Function {
         make_pre_step(token(guard, Role::PreStep))
+    }
+
+    /// A listener served by `role` of `id`: it never throws, and answers nothing.
+    pub(super) fn listener(&self, id: u32, role: Role) -> Function {
+        make_listener(token(id, role), role.point().name())
     }
 
     fn route(
@@ -492,49 +488,42 @@ impl Runtime {
     }
 
     /// Arm the deadline timer for `due` (ms on the monotonic clock; `now()` reads
-    /// it), when nothing set fires by then.
-    ///
-    /// A timer set to fire no later than `due` is kept: when it fires, the flights
-    /// still waiting arm it again. It never sleeps longer than [`MAX_SLEEP_MS`].
-    /// With nothing due it is left set: the JavaScript side lets it go (unref'd)
-    /// with the last flight and holds it again with the next, so most queries,
-    /// which settle long before it would fire, never touch it. A late firing
-    /// finds nothing due.
+    /// it), when nothing set fires by then (see [`DeadlineTimer::arm`]).
     pub(super) fn arm(&self, due: Option<f64>, now: impl FnOnce() -> f64) {
-        let Some(due) = due else {
-            return;
-        };
-        if self.armed_for.get().is_some_and(|armed| armed <= due) {
-            return;
+        if let Some(due) = due {
+            exclusive(&self.deadline, |timer| timer.arm(due, now));
         }
-        let now = now();
-        let fire_at = due.min(now + MAX_SLEEP_MS);
-        self.armed_for.set(Some(fire_at));
-        arm_timer((fire_at - now).max(0.0).ceil());
+    }
+
+    /// The rule for keeping the process alive: the deadline timer holds it
+    /// exactly while a guarded query waits, and lets it go with the last one, so
+    /// a process whose only work is a guarded query lives until its deadline, and
+    /// one whose queries all settled can exit.
+    pub(super) fn hold_while_waiting(&self) {
+        let waiting = self.inspect(|s| s.in_flight() > 0);
+        exclusive(&self.deadline, |timer| timer.hold(waiting));
     }
 
     /// The timer fired: it is no longer set.
     pub(super) fn fired(&self) {
-        self.armed_for.set(None);
+        exclusive(&self.deadline, DeadlineTimer::fired);
     }
 
     /// Clear the timer: a disposal left nothing waiting.
     pub(super) fn disarm(&self) {
-        if self.armed_for.take().is_some() {
-            clear_timer();
-        }
+        exclusive(&self.deadline, DeadlineTimer::clear);
     }
 
-    /// Whether the deadline timer is set and keeps the process alive (a flight
-    /// waits), for tests and diagnostics.
+    /// Whether the deadline timer is set and keeps the process alive (Node's
+    /// `hasRef()`), for tests and diagnostics.
     pub(super) fn timer_armed(&self) -> bool {
-        self.timer_set() && self.inspect(|s| s.in_flight() > 0)
+        shared(&self.deadline, DeadlineTimer::keeps_alive)
     }
 
     /// Whether the deadline timer is set at all (between queries it stays set,
-    /// unref'd, until it fires once more and finds nothing due).
+    /// let go, until it fires once more and finds nothing due).
     pub(super) fn timer_set(&self) -> bool {
-        self.armed_for.get().is_some()
+        shared(&self.deadline, DeadlineTimer::is_set)
     }
 
     /// Wait `after_ms`, then recover (the supervisor applies every live mount

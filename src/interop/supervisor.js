@@ -50,9 +50,13 @@ export const life = {
   K: undefined,
   /** How many calls into wasm are on the stack now (see `left`). */
   depth: 0,
-  /** Set by helpers.js: end every flight and drop the deadline timer. */
-  standDown: () => {},
-  /** Set by helpers.js: what waits for the guard to leave wasm (queued lines and reports). */
+  /**
+   * What a fault undoes at once, without entering wasm: each part of the boundary
+   * adds its own (flights.js ends every flight and clears the faulted instance's
+   * timers; trampolines.js forgets what the faulted instance raised).
+   */
+  standDown: [],
+  /** Set by deferred.js: what waits for the guard to leave wasm (queued lines and reports). */
   atExit: () => {},
 }
 
@@ -227,7 +231,7 @@ export function abandon(record) {
   if (record.effect) runDisposer(record.effect)
 }
 
-/** Set by helpers.js: restore every patch `owner` made that no live instance owns. */
+/** Set by patches.js: restore every patch `owner` made that no live instance owns. */
 export const hooks = { unpatchOwner: () => {}, unpatchStale: () => {} }
 
 // ---- failing, and recovering ------------------------------------------------------------
@@ -272,9 +276,11 @@ export function fail(point, error, applying) {
   }
   life.down = true
   life.lastFault = { point, at: Date.now() }
-  try {
-    life.standDown()
-  } catch {}
+  for (const undo of life.standDown) {
+    try {
+      undo()
+    } catch {}
+  }
   unsaid = { point, error, applying }
   replaceDue = true
 }

@@ -1,0 +1,315 @@
+// Client queries in flight: the registry's `query` and `resolveClientQuery`
+// wrappers, the JavaScript half of each guarded query, and how a query the
+// guard ends is ended.
+//
+// A `platform: "client"` call is passed to the registry with the caller's own
+// arguments, signal included; when the registry waits, `begin` (Rust) gives the
+// flight a key and its deadline, and `settle` learns when the registry settled
+// it first. The request's ids stay here, with the flight, by that key: only
+// numbers cross. When Rust ends flights (the deadline timer's `tick`, a
+// disposal), they are delivered here: the caller gets a coded error, and the
+// registry's pending entry is removed and settled as its own abort path does.
+//
+// The deadline timer is Rust's (runtime.rs binds Node's `setTimeout`, its
+// `Timeout` and `setImmediate`); what JavaScript keeps of it is its callback,
+// `onDeadline`, which enters `tick` and delivers the endings, and, for a fault
+// only, the handles of the current instance's timers (`keepTimers`): a faulted
+// instance is never entered again, so its runtime cannot clear them itself.
+//
+// Why JavaScript: the registry is called, and the ending's `Error` made, with no
+// wasm frame beneath the host (cordis creates `Error`s inside the registry call,
+// and capturing stacks through wasm frames cost about 6 µs per call); the caller's
+// promise is one async function (no closure per query); a host query passes
+// through with one comparison and never enters wasm.
+
+import { patchWith } from './patches.js'
+import { fail, left, life } from './supervisor.js'
+import { enter, up } from './trampolines.js'
+
+// ---- the registry's methods ----------------------------------------------------------
+
+/**
+ * Wrap `registry.query`. A call whose first argument is not the platform Rust
+ * guards passes through with one comparison. For the rest the registry is
+ * called as it was, with the caller's own signal; then `begin(guard, startedAt,
+ * unannounced)` returns the flight's key, or -1 to leave the call as it is, and
+ * `settle(key)` learns when the registry's outcome reached the caller first.
+ */
+export function patchQuery(registry, owner, guard) {
+  const platform = life.K.client
+  return patchWith('query', registry, 'query', owner, { gen: life.gen, guard }, (previous, b) =>
+    function harnessGuardQuery(...args) {
+      if (args[0] !== platform || !up(b.gen)) return Reflect.apply(previous, this, args)
+      return guardClientQuery(b, previous, registry, this, args)
+    })
+}
+
+/**
+ * Wrap `registry.resolveClientQuery`. An answer without a bound agent reaches the
+ * guard first (`unbound`); an answer the registry refused reaches it after, with
+ * the registry's result in place of `previous` (`refused`). Accepted answers go
+ * registry → caller without entering wasm.
+ */
+export function patchResolve(registry, owner, unbound, refused) {
+  return patchWith('resolve', registry, 'resolveClientQuery', owner, { gen: life.gen, unbound, refused }, (previous, b) =>
+    function harnessGuardResolve(...args) {
+      if (up(b.gen) && (args[0] === null || args[0] === undefined)) {
+        const forward = () => Reflect.apply(previous, this, args)
+        const refusal = enter('resolve', forward, b.unbound, b.gen, previous, this, [args[1], byRequest.get(args[1]) ?? -1])
+        return refusal === undefined ? forward() : refusal
+      }
+      const result = Reflect.apply(previous, this, args)
+      if (!up(b.gen) || result?.accepted !== false) return result
+      // Only a refusal of a flight's request concerns the guard.
+      const key = byRequest.get(args[1])
+      if (key === undefined) return result
+      return enter('resolve', () => result, b.refused, b.gen, result, this, [key, askedBy(flights.get(key), args[0]), args[2]])
+    })
+}
+
+/** Whether `agent` (the one a page answered for) asked the flight's query. */
+function askedBy(flight, agent) {
+  try {
+    return flight !== undefined && agent?.id === flight.request?.agentId
+  } catch {
+    return false
+  }
+}
+
+/**
+ * A `cordis/inspect-query` listener: the registry announces a request synchronously
+ * inside `query`, so it belongs to the innermost flight whose registry call runs.
+ */
+export function makeAnnouncer() {
+  return (request) => {
+    const flight = announcing.at(-1)
+    if (flight !== undefined && flight.request === undefined) flight.request = request
+  }
+}
+
+// ---- the flight table ------------------------------------------------------------------
+
+/** The JavaScript half of every guarded client query in the air, by the key Rust gave it. */
+const flights = new Map()
+/** The key of each flight, by its request id. */
+const byRequest = new Map()
+/** Flights whose registry call is running, innermost last. */
+const announcing = []
+
+/** One client query, from the wrapper to its ending (then `error` is what the caller gets). */
+class Flight {
+  constructor(registry, providerId, methodName) {
+    this.registry = registry
+    this.providerId = providerId
+    this.methodName = methodName
+    this.request = undefined
+    this.key = -1
+    this.error = undefined
+  }
+}
+
+/** The flight of `key`, taken off the table; `undefined` if gone. */
+export function takeFlight(key) {
+  const flight = flights.get(key)
+  if (flight !== undefined) forget(flight)
+  return flight
+}
+
+/** Off the table. */
+function forget(flight) {
+  flights.delete(flight.key)
+  byRequest.delete(flight.request.requestId)
+}
+
+/** The flight of `key` while it is in the table (for its names). */
+export function flightOf(key) {
+  return flights.get(key)
+}
+
+function guardClientQuery(b, previous, registry, self, args) {
+  const pending = registry.pending
+  const before = pending.size
+  const flight = new Flight(registry, args[1], args[2])
+  const started = performance.now()
+  announcing.push(flight)
+  let inner
+  try {
+    inner = Reflect.apply(previous, self, args)
+  } finally {
+    announcing.pop()
+  }
+  if (!(inner instanceof Promise)) return inner
+  let unannounced = false
+  if (flight.request === undefined) {
+    // Not announced: a query the registry refused before waiting (it made no
+    // pending entry), or a registry that does not announce (its newest entry).
+    if (pending.size <= before) return inner
+    flight.request = newestRequest(pending)
+    unannounced = true
+  }
+  const requestId = flight.request?.requestId
+  if (typeof requestId !== 'string') return inner
+  let key = -1
+  if (up(b.gen)) {
+    life.depth += 1
+    try {
+      key = life.begin(b.guard, started, unannounced)
+    } catch (error) {
+      // The call in hand passes on unguarded; the flights already waiting end as on any fault.
+      fail('begin', error)
+    } finally {
+      left()
+    }
+  }
+  if (key < 0) return inner
+  flight.key = key
+  flights.set(key, flight)
+  byRequest.set(requestId, key)
+  return waitFor(inner, flight)
+}
+
+/** The request of the newest pending entry (a registry that does not announce; rare). */
+function newestRequest(pending) {
+  let last
+  for (const [requestId, entry] of pending) last = { requestId, agentId: entry?.request?.agentId }
+  return last
+}
+
+/**
+ * The caller's promise: the registry's outcome, unless the guard ended the
+ * flight first (then its error). No closure and no promise beyond this one.
+ */
+async function waitFor(inner, flight) {
+  let value
+  try {
+    value = await inner
+  } catch (error) {
+    if (flight.error !== undefined) throw flight.error
+    landed(flight)
+    throw error
+  }
+  if (flight.error !== undefined) throw flight.error
+  landed(flight)
+  return value
+}
+
+/**
+ * The registry settled a flight first (the guard has not ended it, which would
+ * have taken it off): off the table, and Rust learns it.
+ */
+function landed(flight) {
+  forget(flight)
+  if (life.down) return
+  life.depth += 1
+  try {
+    life.settle(flight.key)
+  } catch (error) {
+    fail('settle', error)
+  } finally {
+    left()
+  }
+}
+
+// ---- endings -------------------------------------------------------------------------------
+
+/** An `Error` with `code`, without a stack (made at a deadline, it would only show the timer). */
+function coded(code, message) {
+  const limit = Error.stackTraceLimit
+  let error
+  try {
+    Error.stackTraceLimit = 0
+    error = new Error(message)
+  } catch {
+    error = new Error(message)
+  } finally {
+    try {
+      Error.stackTraceLimit = limit
+    } catch {}
+  }
+  error.code = code
+  return error
+}
+
+/**
+ * What a pending entry the guard ended is settled with: its wait ends quietly
+ * (the registry's own result is never read; the caller gets the guard's error),
+ * so the registry builds no error of its own per query. Shared, and frozen.
+ */
+const ENDED = Object.freeze({ ok: true, data: undefined })
+
+/**
+ * End one flight: the caller gets the coded error, and the registry's pending
+ * entry is removed and settled, as its own abort path removes and settles it
+ * (its wait ended, which takes its listener off the caller's signal;
+ * `cordis/inspect-query-resolved` emitted once), so nothing of the query stays.
+ */
+function end(flight, code, message) {
+  flight.error = coded(code, message)
+  const requestId = flight.request?.requestId
+  let entry
+  try {
+    const { pending } = flight.registry
+    entry = pending.get(requestId)
+    if (entry === undefined) return
+    pending.delete(requestId)
+    entry.settle(ENDED)
+  } catch {
+    return
+  }
+  try {
+    flight.registry.ctx.emit(life.K.resolvedEvent, { requestId })
+  } catch (error) {
+    // A throwing listener of the event: reported as uncaught, as the registry's
+    // own abort path (an AbortSignal listener) reports it, and never thrown here.
+    process.nextTick(() => {
+      throw error
+    })
+  }
+}
+
+/** Perform the endings Rust decided, `[flight, code, message, …]`. */
+export function deliver(work) {
+  for (let i = 0; i < work.length; i += 3) end(work[i], work[i + 1], work[i + 2])
+}
+
+// ---- the deadline timer's callback ------------------------------------------------------------
+
+/**
+ * The deadline timer's callback (Rust sets it on the timer): `tick` ends what is
+ * due and returns the work, delivered here so the registry's clean-up runs with
+ * no wasm frame beneath it; the lines and reports of those endings follow their
+ * delivery. Never throws: a throw out of a timer would end the host process.
+ */
+export function onDeadline() {
+  if (life.down || life.tick === undefined) return
+  life.depth += 1
+  try {
+    deliver(life.tick())
+  } catch (error) {
+    fail('tick', error)
+  } finally {
+    left()
+  }
+}
+
+/** The current instance's deadline `Timeout` and `Immediate`, kept for a fault only. */
+let timers = [undefined, undefined]
+
+/** Rust's note of its current timers (either may be `undefined`). */
+export function keepTimers(timeout, immediate) {
+  timers = [timeout, immediate]
+}
+
+// A fault: every flight ends at once, without entering wasm, and the faulted
+// instance's timers are cleared (its runtime is never entered again).
+life.standDown.push(() => {
+  const failed = [...flights.values()]
+  flights.clear()
+  byRequest.clear()
+  announcing.length = 0
+  for (const flight of failed) end(flight, life.K.failedCode, life.K.failedMessage)
+  const [timeout, immediate] = timers
+  timers = [undefined, undefined]
+  if (timeout !== undefined) clearTimeout(timeout)
+  if (immediate !== undefined) clearImmediate(immediate)
+})

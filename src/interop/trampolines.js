@@ -1,0 +1,151 @@
+// Trampolines: the functions handed to the host (service methods, listeners,
+// effects, the provider and the command), each of which enters the current
+// instance with the token Rust gave it.
+//
+// Every trampoline calls one of a few closures an instance makes once
+// (`configure`), so no closure is made per call or per patch. Each belongs to
+// the instance (generation) that made it: once that instance faulted, or was
+// replaced, it forwards to what it replaced, or answers a copy of a fallback
+// Rust made in advance, and never enters wasm again (see supervisor.js). Every
+// entry counts itself in `life.depth` and leaves through `left()`.
+//
+// Listeners are arrow functions: none needs its `this`, and handed to cordis an
+// arrow costs the host's dispatch less than a `function` (docs/ARCHITECTURE.md,
+// "What keeps it cheap").
+//
+// Why JavaScript: a wasm-bindgen closure does not see `this`, a trampoline must
+// work after its instance is gone, and the fallbacks must be answered without
+// entering wasm.
+
+import { forgetRaised, rethrow } from './deferred.js'
+import { hasMessageCode, setLayout } from './shapes.js'
+import { fail, faultFacts, left, life } from './supervisor.js'
+
+/**
+ * A new instance: its constants (field names, event names, texts, the
+ * shape-code layout and the repaired message's source), and the entry points
+ * every trampoline of this generation calls.
+ */
+export function configure(constants, shape, repairSource, [dispatch, claim, begin, settle, tick]) {
+  life.gen += 1
+  life.K = { ...constants, shape, repairSource }
+  life.dispatch = dispatch
+  life.claim = claim
+  life.begin = begin
+  life.settle = settle
+  life.tick = tick
+  setLayout(shape, constants.messageCode)
+}
+
+/** Whether a trampoline of generation `gen` may enter wasm now. */
+export const up = (gen) => gen === life.gen && !life.down
+
+life.standDown.push(forgetRaised)
+
+/**
+ * Enter the current instance with `token`, for a trampoline of generation `gen`.
+ * When it may not (stood down, or made by an instance since replaced), or on a
+ * fault, return `fallback()`; on a raise, throw what Rust handed over.
+ */
+export function enter(point, fallback, token, gen, previous, self, args) {
+  if (!up(gen)) return fallback()
+  let result
+  life.depth += 1
+  try {
+    result = life.dispatch(token, previous, self, args)
+  } catch (error) {
+    fail(point, error)
+    return fallback()
+  } finally {
+    left()
+  }
+  rethrow()
+  return result
+}
+
+/**
+ * A fresh copy of a fallback answer Rust made (a caller may change what it
+ * gets). An answer that says the guard failed also says what the supervisor
+ * knows; once it gave up, the command's answer says so.
+ */
+function copy(value) {
+  let out
+  try {
+    out = structuredClone(value)
+  } catch {
+    return undefined
+  }
+  if (out === null || typeof out !== 'object') return out
+  if (Object.hasOwn(out, life.K.failedKey)) {
+    Object.assign(out, faultFacts())
+    if (life.gaveUp) out[life.K.failedKey] = `${life.K.failedLine}; ${life.K.gaveUpLine}`
+  } else if (life.gaveUp && typeof out.text === 'string') {
+    // The command's answer, in words.
+    out.text = `${life.K.failedLine}; ${life.K.gaveUpLine}`
+  }
+  return out
+}
+
+/**
+ * A method or callback served by `token` at `point`. When it may not enter wasm
+ * it answers with a copy of `fallback` (a value, or a table of values by first
+ * argument when `byFirst`), or forwards to `previous` when there is one.
+ */
+export function makeMethod(token, point, previous, fallback, byFirst) {
+  const gen = life.gen
+  return function harnessGuardMethod(...args) {
+    const otherwise = () => {
+      if (typeof previous === 'function') return Reflect.apply(previous, this, args)
+      return copy(byFirst ? fallback?.[args[0]] : fallback)
+    }
+    return enter(point, otherwise, token, gen, previous, this, args)
+  }
+}
+
+const noop = () => undefined
+
+/** A listener served by `token` at `point`: it never throws, and answers nothing. */
+export function makeListener(token, point) {
+  const gen = life.gen
+  return (...args) => {
+    enter(point, noop, token, gen, undefined, undefined, args)
+  }
+}
+
+/** The `agent/pre-step` entry: the guard sees the event, then the chain goes on from here. */
+export function makePreStep(token) {
+  const gen = life.gen
+  return (event, next) => {
+    enter('preStep', noop, token, gen, undefined, undefined, [event])
+    return typeof next === 'function' ? next() : undefined
+  }
+}
+
+/**
+ * The `session/event` observer: only inbox writes that inserted something other
+ * than entries with the message code reach the guard (a claim's own splices are
+ * deletions).
+ */
+export function makeInsertObserver(token) {
+  const gen = life.gen
+  const { splicedEvent, inserted: key } = life.K
+  return (session, event) => {
+    if (!up(gen)) return
+    let clean = true
+    try {
+      if (event?.type !== splicedEvent) return
+      const inserted = event.data?.[key]
+      if (Array.isArray(inserted)) {
+        for (let i = 0; i < inserted.length; i++) {
+          if (!hasMessageCode(inserted[i])) {
+            clean = false
+            break
+          }
+        }
+      }
+    } catch {
+      clean = false
+    }
+    if (!clean) enter('sessionEvent', noop, token, gen, undefined, undefined, [session, event])
+  }
+}
