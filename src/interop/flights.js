@@ -37,10 +37,46 @@ import { enter, up } from './trampolines.js'
  */
 export function patchQuery(registry, owner, guard) {
   const platform = life.K.client
+  const pending = registry.pending
   return patchWith('query', registry, 'query', owner, { gen: life.gen, guard }, (previous, b) =>
-    function harnessGuardQuery(...args) {
-      if (args[0] !== platform || !up(b.gen)) return Reflect.apply(previous, this, args)
-      return guardClientQuery(b, previous, registry, this, args)
+    // The registry's six parameters by name, and the client query's whole path in
+    // one function: a call into a helper with them measured slower per query.
+    function harnessGuardQuery(first, providerId, methodName, input, agent, signal, ...more) {
+      if (more.length !== 0) return Reflect.apply(previous, this, [first, providerId, methodName, input, agent, signal, ...more])
+      if (first !== platform || b.gen !== life.gen || life.down) return previous.call(this, first, providerId, methodName, input, agent, signal)
+      const before = pending.size
+      const flight = new Flight(registry, providerId, methodName)
+      const started = performance.now()
+      const outer = announcing
+      announcing = flight
+      let inner
+      try {
+        inner = previous.call(this, first, providerId, methodName, input, agent, signal)
+      } finally {
+        announcing = outer
+      }
+      if (!(inner instanceof Promise)) return inner
+      const unannounced = flight.request === undefined
+      // Not announced: a query the registry refused before waiting (it made no
+      // pending entry: nothing more to do), or a registry that does not announce.
+      if (unannounced && !newestRequest(flight, pending, before)) return inner
+      const requestId = flight.request.requestId
+      if (typeof requestId !== 'string') return inner
+      let key = -1
+      life.depth += 1
+      try {
+        key = life.begin(b.guard, started, unannounced)
+      } catch (error) {
+        // The call in hand passes on unguarded; the flights already waiting end as on any fault.
+        fail('begin', error)
+      } finally {
+        left()
+      }
+      if (key < 0) return inner
+      flight.key = key
+      flights[key % SLOTS] = flight
+      byRequest.set(requestId, flight)
+      return waitFor(inner, flight)
     })
 }
 
@@ -55,15 +91,15 @@ export function patchResolve(registry, owner, unbound, refused) {
     function harnessGuardResolve(...args) {
       if (up(b.gen) && (args[0] === null || args[0] === undefined)) {
         const forward = () => Reflect.apply(previous, this, args)
-        const refusal = enter('resolve', forward, b.unbound, b.gen, previous, this, [args[1], byRequest.get(args[1]) ?? -1])
+        const refusal = enter('resolve', forward, b.unbound, b.gen, previous, this, [args[1], byRequest.get(args[1])?.key ?? -1])
         return refusal === undefined ? forward() : refusal
       }
       const result = Reflect.apply(previous, this, args)
       if (!up(b.gen) || result?.accepted !== false) return result
       // Only a refusal of a flight's request concerns the guard.
-      const key = byRequest.get(args[1])
-      if (key === undefined) return result
-      return enter('resolve', () => result, b.refused, b.gen, result, this, [key, askedBy(flights.get(key), args[0]), args[2]])
+      const flight = byRequest.get(args[1])
+      if (flight === undefined) return result
+      return enter('resolve', () => result, b.refused, b.gen, result, this, [flight.key, askedBy(flight, args[0]), args[2]])
     })
 }
 
@@ -82,19 +118,24 @@ function askedBy(flight, agent) {
  */
 export function makeAnnouncer() {
   return (request) => {
-    const flight = announcing.at(-1)
+    const flight = announcing
     if (flight !== undefined && flight.request === undefined) flight.request = request
   }
 }
 
 // ---- the flight table ------------------------------------------------------------------
 
-/** The JavaScript half of every guarded client query in the air, by the key Rust gave it. */
-const flights = new Map()
-/** The key of each flight, by its request id. */
+/**
+ * The JavaScript half of every guarded client query in the air, by the slot of
+ * the key Rust gave it (a key is its slot plus a generation times 2^32: an array
+ * indexed by slot instead of a map of non-integer keys).
+ */
+const flights = []
+const SLOTS = 4294967296
+/** Each flight, by its request id. */
 const byRequest = new Map()
-/** Flights whose registry call is running, innermost last. */
-const announcing = []
+/** The flight whose registry call is running, the innermost of nested ones (or `undefined`). */
+let announcing
 
 /** One client query, from the wrapper to its ending (then `error` is what the caller gets). */
 class Flight {
@@ -108,71 +149,33 @@ class Flight {
   }
 }
 
+/** The flight of `key` while it is in the table (for its names). */
+export function flightOf(key) {
+  const flight = flights[key % SLOTS]
+  return flight !== undefined && flight.key === key ? flight : undefined
+}
+
 /** The flight of `key`, taken off the table; `undefined` if gone. */
 export function takeFlight(key) {
-  const flight = flights.get(key)
+  const flight = flightOf(key)
   if (flight !== undefined) forget(flight)
   return flight
 }
 
 /** Off the table. */
 function forget(flight) {
-  flights.delete(flight.key)
+  flights[flight.key % SLOTS] = undefined
   byRequest.delete(flight.request.requestId)
 }
 
-/** The flight of `key` while it is in the table (for its names). */
-export function flightOf(key) {
-  return flights.get(key)
-}
-
-function guardClientQuery(b, previous, registry, self, args) {
-  const pending = registry.pending
-  const before = pending.size
-  const flight = new Flight(registry, args[1], args[2])
-  const started = performance.now()
-  announcing.push(flight)
-  let inner
-  try {
-    inner = Reflect.apply(previous, self, args)
-  } finally {
-    announcing.pop()
-  }
-  if (!(inner instanceof Promise)) return inner
-  let unannounced = false
-  if (flight.request === undefined) {
-    // Not announced: a query the registry refused before waiting (it made no
-    // pending entry), or a registry that does not announce (its newest entry).
-    if (pending.size <= before) return inner
-    flight.request = newestRequest(pending)
-    unannounced = true
-  }
-  const requestId = flight.request?.requestId
-  if (typeof requestId !== 'string') return inner
-  let key = -1
-  if (up(b.gen)) {
-    life.depth += 1
-    try {
-      key = life.begin(b.guard, started, unannounced)
-    } catch (error) {
-      // The call in hand passes on unguarded; the flights already waiting end as on any fault.
-      fail('begin', error)
-    } finally {
-      left()
-    }
-  }
-  if (key < 0) return inner
-  flight.key = key
-  flights.set(key, flight)
-  byRequest.set(requestId, key)
-  return waitFor(inner, flight)
-}
-
-/** The request of the newest pending entry (a registry that does not announce; rare). */
-function newestRequest(pending) {
-  let last
-  for (const [requestId, entry] of pending) last = { requestId, agentId: entry?.request?.agentId }
-  return last
+/**
+ * The request of a query the registry did not announce: its newest pending
+ * entry, when the query made one (rare: a registry that does not announce).
+ */
+function newestRequest(flight, pending, before) {
+  if (pending.size <= before) return false
+  for (const [requestId, entry] of pending) flight.request = { requestId, agentId: entry?.request?.agentId }
+  return true
 }
 
 /**
@@ -303,10 +306,10 @@ export function keepTimers(timeout, immediate) {
 // A fault: every flight ends at once, without entering wasm, and the faulted
 // instance's timers are cleared (its runtime is never entered again).
 life.standDown.push(() => {
-  const failed = [...flights.values()]
-  flights.clear()
+  const failed = flights.filter((flight) => flight !== undefined)
+  flights.length = 0
   byRequest.clear()
-  announcing.length = 0
+  announcing = undefined
   for (const flight of failed) end(flight, life.K.failedCode, life.K.failedMessage)
   const [timeout, immediate] = timers
   timers = [undefined, undefined]

@@ -453,13 +453,14 @@ fn describe(report: &InspectReport) -> String {
 }
 
 /// A flight's registry promise settled before the guard ended it (the wrapper
-/// passes the outcome on): take it off the table.
+/// passes the outcome on): take it off the table. The timer stays armed as it is
+/// (a flight landing never makes the next one due sooner; a firing that finds
+/// nothing due arms nothing), and lets the process go with the last flight.
 pub(super) fn settle(rt: &Runtime, key: f64) {
     let Some(key) = FlightKey::from_f64(key) else {
         return;
     };
     if rt.inspect(|s| s.flights.land(key)).is_some() {
-        rearm(rt);
         rt.hold_while_waiting();
     }
 }

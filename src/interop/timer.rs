@@ -17,9 +17,10 @@
 //! instance is never entered again, so it cannot clear its own timers.
 //!
 //! Node's timer functions never call back into JavaScript synchronously, so the
-//! timer is driven while the runtime's cell holding it is borrowed. Every binding
-//! catches: a `setTimeout` replaced by something that throws (a test's fake
-//! timers gone wrong) leaves the deadline unarmed rather than unwinding wasm.
+//! timer is driven while the runtime's cell holding it is borrowed. Making and
+//! clearing a timer catches (a `setTimeout` replaced by something that throws
+//! leaves the deadline unarmed rather than unwinding wasm); the methods of a
+//! `Timeout` it made do not throw.
 
 use js_sys::Function;
 use wasm_bindgen::prelude::*;
@@ -37,14 +38,16 @@ extern "C" {
     fn set_timeout(callback: &Function, delay_ms: f64) -> Result<NodeTimeout, JsValue>;
     #[wasm_bindgen(js_name = clearTimeout, catch)]
     fn clear_timeout(timeout: &NodeTimeout) -> Result<(), JsValue>;
-    #[wasm_bindgen(method, catch)]
-    fn refresh(this: &NodeTimeout) -> Result<(), JsValue>;
-    #[wasm_bindgen(method, js_name = ref, catch)]
-    fn hold(this: &NodeTimeout) -> Result<(), JsValue>;
-    #[wasm_bindgen(method, catch)]
-    fn unref(this: &NodeTimeout) -> Result<(), JsValue>;
-    #[wasm_bindgen(method, js_name = hasRef, catch)]
-    fn has_ref(this: &NodeTimeout) -> Result<bool, JsValue>;
+    // A `Timeout` setTimeout made never throws from these: no `catch` (its
+    // try/catch in the glue is on the per-query path).
+    #[wasm_bindgen(method)]
+    fn refresh(this: &NodeTimeout);
+    #[wasm_bindgen(method, js_name = ref)]
+    fn hold(this: &NodeTimeout);
+    #[wasm_bindgen(method)]
+    fn unref(this: &NodeTimeout);
+    #[wasm_bindgen(method, js_name = hasRef)]
+    fn has_ref(this: &NodeTimeout) -> bool;
 
     /// Node's `Immediate`, as `setImmediate` returns it.
     #[wasm_bindgen(js_name = Immediate)]
@@ -127,7 +130,10 @@ impl DeadlineTimer {
     /// Refresh the `Timeout` when it was made with `delay`: one call, no new timer.
     fn refreshed(&self, delay: f64) -> bool {
         match &self.timeout {
-            Some((timeout, made_with)) if *made_with == delay => timeout.refresh().is_ok(),
+            Some((timeout, made_with)) if *made_with == delay => {
+                timeout.refresh();
+                true
+            }
             _ => false,
         }
     }
@@ -141,7 +147,7 @@ impl DeadlineTimer {
         self.held = waiting;
         if waiting {
             if let Some((timeout, _)) = &self.timeout {
-                let _ = timeout.hold();
+                timeout.hold();
             }
         } else {
             self.let_go();
@@ -150,7 +156,7 @@ impl DeadlineTimer {
 
     fn let_go(&self) {
         if let Some((timeout, _)) = &self.timeout {
-            let _ = timeout.unref();
+            timeout.unref();
         }
     }
 
@@ -185,7 +191,7 @@ impl DeadlineTimer {
             && self
                 .timeout
                 .as_ref()
-                .is_some_and(|(timeout, _)| timeout.has_ref().unwrap_or(false))
+                .is_some_and(|(timeout, _)| timeout.has_ref())
     }
 
     /// Tell the JavaScript side which handles to clear should this instance fault.
