@@ -28,7 +28,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join, posix, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import semver from 'semver'
 import { blobHash, parseRecord } from './support/readme-pair.mjs'
@@ -49,7 +49,7 @@ const REQUIRED = [
   'harness_guard.js', 'harness_guard.d.ts', 'harness_guard_bg.wasm', 'cordis.patch.yml',
   'README.md', 'README.zh.md', 'README.i18n.yaml', 'CHANGELOG.md', 'LICENSE',
   // What the READMEs link to: the design and testing notes, the benchmark results and chart.
-  'docs/ARCHITECTURE.md', 'docs/TESTING.md', 'BENCHMARKS.md', 'benchmarks.svg',
+  'docs/API.md', 'docs/ARCHITECTURE.md', 'docs/TESTING.md', 'BENCHMARKS.md', 'benchmarks.svg',
   // The pictures of dsh web's page (`make screenshots`).
   'docs/images/deadline-in-chat.png', 'docs/images/harness-guard-command.png',
 ]
@@ -262,13 +262,17 @@ describe('the tarball', () => {
     assert.deepEqual(stale, [], '"files" names nothing that is not built')
   })
 
-  test('every relative link of the shipped READMEs resolves to a shipped file', () => {
-    for (const side of ['README.md', 'README.zh.md']) {
-      const text = readEntry(tarball, side).toString('utf8')
+  test('every relative link of the shipped Markdown resolves to a shipped file', () => {
+    const pages = entries.filter(e => e.endsWith('.md'))
+    assert.ok(pages.includes('README.md') && pages.includes('docs/ARCHITECTURE.md'), `the pages: ${pages.join(', ')}`)
+    for (const page of pages) {
+      const text = readEntry(tarball, page).toString('utf8')
       const targets = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map(m => m[1]).filter(t => !/^[a-z]+:/i.test(t) && !t.startsWith('#'))
-      assert.ok(targets.length >= 4, `${side} links to the rest of the package (${targets.length} links)`)
-      const broken = targets.filter(t => !entries.includes(t.split('#')[0].replace(/^\.\//, '')))
-      assert.deepEqual(broken, [], `${side}: links to files the tarball does not hold`)
+      if (page.startsWith('README')) assert.ok(targets.length >= 4, `${page} links to the rest of the package (${targets.length} links)`)
+      // Relative to the page's own folder, as a package page renders it.
+      const base = page.includes('/') ? page.slice(0, page.lastIndexOf('/') + 1) : ''
+      const broken = targets.filter(t => !entries.includes(posix.normalize(base + t.split('#')[0])))
+      assert.deepEqual(broken, [], `${page}: links to files the tarball does not hold`)
     }
   })
 
