@@ -154,3 +154,44 @@ describe('the structure check catches one side edited alone', () => {
     assert.deepEqual(pairProblems(en, mirror), [])
   })
 })
+
+describe('README.md is a page a user scans', () => {
+  // Prose: what is left outside fenced code, tables, headings, pictures, comments
+  // and the generated bench block; a paragraph ends at a blank line, a list item or
+  // any of those.
+  const paragraphs = []
+  let current = []
+  let fence = false
+  let bench = false
+  const close = () => { if (current.length) paragraphs.push(current.join(' ')); current = [] }
+  for (const line of en.split('\n')) {
+    if (/^\s*(```|~~~)/.test(line)) { close(); fence = !fence; continue }
+    if (fence) continue
+    if (line.trim() === '<!-- bench:start -->') bench = true
+    if (bench) { if (line.trim() === '<!-- bench:end -->') bench = false; continue }
+    if (line.trim() === '' || /^\s*\|/.test(line) || /^#/.test(line) || /^!\[/.test(line) || /^<!--/.test(line)) { close(); continue }
+    if (/^\s*[-*] /.test(line)) close()
+    current.push(line)
+  }
+  close()
+  const words = (text) => text.replace(/\]\([^)]*\)/g, ']').split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w)).length
+
+  test('at most 1,500 words of prose', () => {
+    const total = paragraphs.reduce((n, p) => n + words(p), 0)
+    assert.ok(total > 500, `prose found: ${total} words`)
+    assert.ok(total <= 1500, `${total} words of prose`)
+  })
+
+  test('no paragraph over 90 words (a sentence that needs more is a list)', () => {
+    const long = paragraphs.filter((p) => words(p) > 90).map((p) => `${words(p)} words: ${p.slice(0, 60)}…`)
+    assert.deepEqual(long, [])
+  })
+
+  test('the symptoms come first: both exact strings before the install', () => {
+    const install = en.indexOf('\n## Install')
+    assert.ok(install > 0)
+    assert.ok(en.indexOf("dsh: UNKNOWN: Cannot read properties of undefined (reading 'kind')") < install)
+    assert.ok(en.indexOf('got no answer from any page within 15000ms') < install)
+    assert.ok(en.indexOf('![') < install, 'the picture of the page before the install')
+  })
+})
