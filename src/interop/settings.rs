@@ -285,14 +285,18 @@ fn row_edit(rt: &Runtime, mount: u32, config: &JsValue) -> Result<bool, Error> {
         return Ok(false);
     };
     let row = config::parse(&raw_config(config))?;
-    let linked = rt
+    // The current link, once the service appeared: its sub-context, and whether
+    // the namespace is registered (a link still waiting for the service
+    // registers over the row's config as it stands when the service comes).
+    let attached = rt
         .plugin(|s| {
             let link = s.settings.links.get(*s.settings.current.get(mount)?)?;
-            Some(link.sub.clone().filter(|_| link.registered))
+            Some((link.sub.clone()?, link.registered))
         })
         .flatten();
-    let has_link = linked.is_some();
-    let next: Config = match linked.flatten() {
+    let has_link = attached.is_some();
+    let registered = attached.and_then(|(sub, registered)| registered.then_some(sub));
+    let next: Config = match registered {
         Some(sub) => match layered_over(&sub, NAMESPACE, config) {
             Ok(layered) if !layered.is_undefined() => {
                 let value = get(&layered, "value").unwrap_or_default();
