@@ -18,6 +18,40 @@
 const React = require('react')
 const h = React.createElement
 
+// The card's look, in the host's design tokens (the `--dsw-alias-*` variables
+// the host's own cards use), added once when the factory runs in a page.
+const CSS = `
+.harness-guard-card{list-style:none;border:1px solid var(--dsw-alias-border-l2);border-radius:12px;background:var(--dsw-alias-bg-layer-3)}
+.harness-guard-card>button{appearance:none;width:100%;display:flex;flex-wrap:wrap;gap:4px 12px;align-items:center;padding:14px 16px;border:0;background:none;font:inherit;color:inherit;text-align:left;cursor:pointer;border-radius:12px}
+.harness-guard-title{font-size:15px;font-weight:600;color:var(--dsw-alias-label-primary)}
+.harness-guard-description{flex-basis:100%;font-size:13px;color:var(--dsw-alias-label-tertiary)}
+.harness-guard-body{margin:0 16px;padding-bottom:8px;border-top:1px solid var(--dsw-alias-border-l2)}
+.harness-guard-body fieldset{border:0;margin:12px 0 0;padding:0}
+.harness-guard-body legend{padding:0;font-size:13px;font-weight:600;color:var(--dsw-alias-label-secondary)}
+.harness-guard-field{display:flex;flex-direction:column;gap:6px;padding:12px 0}
+.harness-guard-field+.harness-guard-field{border-top:1px solid var(--dsw-alias-border-l2)}
+.harness-guard-head{display:flex;gap:8px;align-items:center;font-size:13px;font-weight:500;color:var(--dsw-alias-label-primary)}
+.harness-guard-head label{flex:1}
+.harness-guard-field input[type=text],.harness-guard-field select{height:34px;padding:0 12px;border:1px solid var(--dsw-alias-border-l2);border-radius:8px;background:var(--dsw-alias-bg-layer-3);font:inherit;font-size:13px;color:var(--dsw-alias-label-primary)}
+.harness-guard-field input[aria-invalid=true]{border-color:var(--dsw-alias-label-error)}
+.harness-guard-field input[type=checkbox]{align-self:flex-start}
+.harness-guard-head button,.harness-guard-footer button{font:inherit;font-size:12px;cursor:pointer}
+.harness-guard-badge{padding:1px 8px;border-radius:999px;font-size:11px;background:var(--dsw-alias-bg-module-platform);color:var(--dsw-alias-label-secondary)}
+.harness-guard-hint,.harness-guard-facts{margin:0;font-size:12px;color:var(--dsw-alias-label-tertiary)}
+.harness-guard-invalid,.harness-guard-failed{margin:0;font-size:12px;color:var(--dsw-alias-label-error)}
+.harness-guard-footer{display:flex;gap:8px;align-items:center;justify-content:flex-end;padding:12px 0 4px;border-top:1px solid var(--dsw-alias-border-l2)}
+.harness-guard-footer .harness-guard-failed{flex:1}
+.harness-guard-footer button{padding:5px 14px;border-radius:8px;border:1px solid var(--dsw-alias-border-l2);background:none;color:var(--dsw-alias-label-secondary)}
+.harness-guard-footer button:disabled{opacity:.4;cursor:default}
+`
+if (typeof document !== 'undefined' && document.querySelector('style[data-plugin-css="cordis-plugin-harness-guard/card"]') === null) {
+  const tag = document.createElement('style')
+  tag.dataset.plugin = 'cordis-plugin-harness-guard'
+  tag.dataset.pluginCss = 'cordis-plugin-harness-guard/card'
+  tag.textContent = CSS
+  document.head.appendChild(tag)
+}
+
 /** The settings namespace (the host plugin's name). */
 const NS = 'harness-guard'
 /** The card's dictionary namespace. */
@@ -253,15 +287,17 @@ function Field({ t, field, disabled, edit, reset }) {
         ? h('select', { id: input, value: field.text, disabled, 'aria-describedby': hint, onChange: (event) => edit(field.key, event.target.value) }, field.choices.map((choice) => h('option', { key: choice, value: choice }, choice)))
         : h('input', { id: input, type: 'text', inputMode: 'numeric', value: field.text, disabled, 'aria-invalid': field.invalid !== undefined ? true : undefined, 'aria-describedby': hint, onChange: (event) => edit(field.key, event.target.value) })
   const range = field.control === 'integer' ? t('range', { min: field.min, max: field.key === 'inspect.refusalGraceMs' ? 'deadlineMs' : field.max }) : undefined
-  const facts = [t('default', { value: field.default === undefined ? t('derived') : shown(field.default) }), range, t('rowValue', { value: shown(field.inherited) })].filter(Boolean).join(' · ')
+  const row = field.inherited === undefined ? undefined : t('rowValue', { value: shown(field.inherited) })
+  const facts = [t('default', { value: field.default === undefined ? t('derived') : shown(field.default) }), range, row].filter(Boolean).join(' · ')
   return h('div', { className: 'harness-guard-field', 'data-field': field.key }, [
     h('div', { key: 'head', className: 'harness-guard-head' }, [
       h('label', { key: 'label', htmlFor: input }, label),
       field.overridden ? h('span', { key: 'badge', className: 'harness-guard-badge' }, t('overridden')) : null,
-      field.overridden ? h('button', { key: 'reset', type: 'button', disabled, 'aria-label': `${t('reset')}: ${label}`, onClick: () => reset(field.key) }, t('reset')) : null,
+      field.overridden ? h('button', { key: 'reset', type: 'button', disabled, 'aria-label': t('resetField', { field: field.key }), onClick: () => reset(field.key) }, t('reset')) : null,
     ]),
     h(React.Fragment, { key: 'control' }, control),
-    h('p', { key: 'hint', id: hint, className: field.invalid ? 'harness-guard-invalid' : 'harness-guard-hint', role: field.invalid ? 'alert' : undefined }, field.invalid ?? `${field.description ?? ''} ${facts}`.trim()),
+    h('p', { key: 'hint', id: hint, className: field.invalid ? 'harness-guard-invalid' : 'harness-guard-hint', role: field.invalid ? 'alert' : undefined }, field.invalid ?? field.description ?? ''),
+    h('p', { key: 'facts', className: 'harness-guard-facts' }, facts),
   ])
 }
 
@@ -289,7 +325,7 @@ function GuardCard(props) {
           ),
           h('p', { key: 'status', className: 'harness-guard-hint', role: 'note' }, t('status')),
           h('div', { key: 'footer', className: 'harness-guard-footer' }, [
-            state.failure ? h('p', { key: 'failed', role: 'alert' }, t(state.failure.code === 'settings-conflict' ? 'conflict' : 'refused', { message: state.failure.message })) : null,
+            state.failure ? h('p', { key: 'failed', className: 'harness-guard-failed', role: 'alert' }, t(state.failure.code === 'settings-conflict' ? 'conflict' : 'refused', { message: state.failure.message })) : null,
             h('button', { key: 'discard', type: 'button', disabled: !state.dirty || state.saving, onClick: props.discard }, t('discard')),
             h('button', { key: 'save', type: 'button', disabled: !state.dirty || state.invalid || disabled, onClick: props.save }, t(state.saving ? 'saving' : 'save')),
           ]),
@@ -319,6 +355,7 @@ const en = {
   rowValue: 'Row value: {value}',
   overridden: 'Overridden',
   reset: 'Reset to row value',
+  resetField: 'Reset {field} to the row\'s value',
   unsaved: 'Unsaved',
   readOnly: 'This deployment stores settings read-only.',
   status: 'What the guard is doing in this process (guarding, stood down, recovered, its counts) is not offered to the browser by this host; type /harness-guard in a session to see it.',
@@ -347,6 +384,7 @@ const zh = {
   rowValue: '行配置值：{value}',
   overridden: '已覆盖',
   reset: '恢复为行配置值',
+  resetField: '将 {field} 恢复为行配置值',
   unsaved: '未保存',
   readOnly: '本部署的设置为只读。',
   status: '本主机不向浏览器提供守护在本进程中的状态（守护中、已停用、已恢复、计数）；在会话中输入 /harness-guard 查看。',
