@@ -368,3 +368,141 @@ describe('the "config refused" warning', () => {
     assert.deepEqual(h.described().user, { inspect: { refusalGraceMs: 800 } })
   })
 })
+
+describe('the card (the browser half), its form driven against the real settings service', () => {
+  /**
+   * The shipped client.js run as the page runs it (a classic script registering
+   * a factory), materialized with a `require` that has no React: the form the
+   * card stages its edits in needs none.
+   */
+  async function cardModule() {
+    const { readFileSync } = await import('node:fs')
+    const { createRequire } = await import('node:module')
+    const file = createRequire(import.meta.url).resolve('cordis-plugin-harness-guard/client')
+    const registered = []
+    new Function('window', readFileSync(file, 'utf8'))({ __ModuleLoader__: { load: (r) => registered.push(r) } })
+    return registered[0].factory(() => ({ createElement: () => null }))
+  }
+
+  /**
+   * The card's form over namespace `harness-guard` as the page reads it (the
+   * served schema rehydrated by schemastery, as the page's settingsSchema
+   * service does; value, base, user and revision from `describe()`) and
+   * writing as the page's settings wire does (`mutate` fenced by the revision;
+   * a refusal answered with its code and the host's message).
+   */
+  async function cardOn(h) {
+    const { GuardForm } = await cardModule()
+    const Schema = (await import('@deepseek-ai/schemastery')).default
+    const settings = h.ctx.get('settings')
+    const read = () => {
+      const row = h.described()
+      return row === undefined ? { status: 'unavailable' } : { status: 'ready', writable: true, value: row.value, base: row.base, user: row.user, revision: row.revision, schema: new Schema(row.schema) }
+    }
+    const write = async (ops, expectedRevision) => {
+      try {
+        await settings.mutate(NS, ops, expectedRevision)
+        return { ok: true }
+      } catch (error) {
+        return { ok: false, code: error.code === 'SETTINGS_CONFLICT' ? 'settings-conflict' : 'settings-rejected', message: error.message }
+      }
+    }
+    const form = new GuardForm(read, write)
+    const field = (key) => form.getSnapshot().sections.flatMap((s) => s.fields).find((f) => f.key === key)
+    return { form, field, settings }
+  }
+
+  test('each field with its description, default and range from the served schema; the row\'s values; nothing overridden', async (t) => {
+    const h = await host(t)
+    await h.mount({ inspect: { deadlineMs: 3000 } })
+    await h.settings()
+    const { form, field } = await cardOn(h)
+    const state = form.getSnapshot()
+    assert.equal(state.available, true)
+    assert.deepEqual(state.sections.map((s) => [s.section, s.fields.map((f) => f.key)]), [
+      ['inspect', ['inspect.enabled', 'inspect.deadlineMs', 'inspect.refusalGraceMs']],
+      ['inbox', ['inbox.enabled', 'inbox.mode', 'inbox.previewChars']],
+    ])
+    const deadline = field('inspect.deadlineMs')
+    assert.deepEqual([deadline.text, deadline.default, deadline.min, deadline.max, deadline.overridden, deadline.inherited], ['3000', 15000, 1, 2147483647, false, 3000])
+    assert.equal(deadline.description, h.plugin.Config.dict.inspect.dict.deadlineMs.meta.description)
+    assert.deepEqual(field('inbox.mode').choices, ['repair', 'quarantine', 'report'])
+    assert.equal(field('inspect.refusalGraceMs').default, undefined, 'the grace\'s default is derived')
+  })
+
+  test('an invalid draft blocks the save with the field\'s own message; a valid one saves, in force at once, marked overridden; a reset re-inherits the row', async (t) => {
+    const h = await host(t)
+    await h.mount({ inspect: { deadlineMs: 3000 } })
+    await h.settings()
+    const { form, field } = await cardOn(h)
+    for (const [text, message] of [
+      ['0', 'inspect.deadlineMs is "0", expected an integer in 1..=2147483647'],
+      ['1.5', 'inspect.deadlineMs is "1.5", expected an integer in 1..=2147483647'],
+      ['soon', 'inspect.deadlineMs is "soon", expected an integer in 1..=2147483647'],
+      ['2147483648', 'inspect.deadlineMs is "2147483648", expected an integer in 1..=2147483647'],
+    ]) {
+      form.edit('inspect.deadlineMs', text)
+      assert.equal(field('inspect.deadlineMs').invalid, message)
+      assert.equal(form.getSnapshot().invalid, true)
+      assert.equal(form.plan(), undefined, `${text}: no write planned`)
+      await form.save()
+      assert.equal(h.described().user, undefined, `${text}: nothing was written`)
+    }
+    form.edit('inspect.refusalGraceMs', '5000')
+    form.edit('inspect.deadlineMs', '4000')
+    assert.equal(field('inspect.refusalGraceMs').invalid, 'inspect.refusalGraceMs is "5000", expected an integer in 0..=4000', 'the grace within the deadline it would run with')
+    form.edit('inspect.refusalGraceMs', '400')
+    assert.equal(form.getSnapshot().invalid, false, 'control: valid drafts are not blocked')
+    assert.deepEqual(form.plan(), [{ op: 'set', path: ['inspect', 'deadlineMs'], value: 4000 }, { op: 'set', path: ['inspect', 'refusalGraceMs'], value: 400 }])
+    await form.save()
+    await settled()
+    assert.equal(form.getSnapshot().failure, undefined)
+    assert.equal(form.getSnapshot().dirty, false, 'saved: no draft left')
+    assert.deepEqual(h.described().user, { inspect: { deadlineMs: 4000, refusalGraceMs: 400 } }, 'one write, both fields')
+    assert.deepEqual([h.status().inspect.deadlineMs, h.status().inspect.refusalGraceMs], [4000, 400], 'in force at once')
+    assert.equal(field('inspect.deadlineMs').overridden, true)
+    form.reset('inspect.deadlineMs')
+    assert.equal(field('inspect.deadlineMs').text, '3000', 'a reset shows the row\'s value')
+    assert.deepEqual(form.plan(), [{ op: 'unset', path: ['inspect', 'deadlineMs'] }])
+    await form.save()
+    await settled()
+    assert.equal(field('inspect.deadlineMs').overridden, false)
+    assert.equal(h.status().inspect.deadlineMs, 3000, 'the row\'s deadline again')
+  })
+
+  test('a save that did not land is said in the card, and the drafts stay: the host\'s refusal, a conflict', async (t) => {
+    const h = await host(t)
+    await h.mount({ inspect: { deadlineMs: 3000 } })
+    await h.settings()
+    const { form, field, settings } = await cardOn(h)
+    // A conflict: the namespace moved on elsewhere after the card read it.
+    form.edit('inspect.refusalGraceMs', '1500')
+    const read = form.read
+    const seen = h.described().revision
+    form.read = () => ({ ...read(), revision: seen }) // the card holds the revision it read
+    await settings.update(NS, { inspect: { deadlineMs: 2000 } })
+    await settled()
+    await form.save()
+    assert.equal(form.getSnapshot().failure?.code, 'settings-conflict', 'fenced: a stale revision is refused')
+    assert.deepEqual(h.described().user, { inspect: { deadlineMs: 2000 } }, 'the other writer\'s change stands, untouched')
+    assert.equal(field('inspect.refusalGraceMs').text, '1500', 'the draft stays')
+    form.read = read
+    form.edit('inspect.refusalGraceMs', '2500')
+    assert.equal(field('inspect.refusalGraceMs').invalid, 'inspect.refusalGraceMs is "2500", expected an integer in 0..=2000', 'judged against the deadline now in force')
+    form.discard()
+    assert.equal(form.getSnapshot().dirty, false)
+    assert.equal(form.getSnapshot().failure, undefined)
+    // The host's own refusal: a value the card lets through is refused by the guard's checks on the host.
+    const warnings = await capturingWarnings(async () => {
+      form.edit('inbox.mode', 'quarantine')
+      const write = form.write
+      form.write = (ops, revision) => write([...ops, { op: 'set', path: ['inbox', 'bogus'], value: 1 }], revision)
+      await form.save()
+      form.write = write
+    })
+    assert.equal(form.getSnapshot().failure?.code, 'settings-rejected')
+    assert.equal(form.getSnapshot().failure.message, 'invalid harness-guard config: inbox.bogus is 1, expected no such key (known keys: enabled, mode, previewChars)', 'the host\'s own message')
+    assert.equal(field('inbox.mode').text, 'quarantine', 'the draft stays')
+    assert.equal(warnings.length, 1, 'and the host said the refused change')
+  })
+})
