@@ -366,6 +366,24 @@ describe('the tarball', () => {
     assert.deepEqual(wrong, [])
   })
 
+  test('the browser half: a dsh.client package as the host declares one, its bundle registering under the package name', async () => {
+    assert.deepEqual(manifest.dsh?.client, { platform: 'web', inject: ['@deepseek-ai/dsh-client-connection', '@deepseek-ai/dsh-client-locale', '@deepseek-ai/dsh-client-ui-settings'] })
+    assert.deepEqual(manifest.exports?.['./client'], { default: './client.js' }, 'the host\'s client-modules resolves exports["./client"]')
+    const text = readEntry(tarball, 'client.js').toString('utf8')
+    const registered = []
+    const window = { __ModuleLoader__: { load: (registration) => registered.push(registration) } }
+    new Function('window', text)(window) // a classic script, as the page runs it
+    assert.deepEqual(registered.map(r => r.id), [NAME], 'one factory, under the row\'s package name')
+    const asked = []
+    const exports = registered[0].factory((specifier) => {
+      asked.push(specifier)
+      return { createElement: () => null, Fragment: 'fragment', useState: () => [false, () => {}] }
+    })
+    assert.deepEqual(asked, ['react'], 'it asks the page for React only (the shell\'s static table has it)')
+    assert.equal(typeof exports.apply, 'function')
+    assert.deepEqual(exports.inject, [], 'nothing required up front: a page missing a service boots without the card')
+  })
+
   test('package.json: dsh.bundle.patch points at the shipped cordis.patch.yml, whose content is the one contract row', async () => {
     const patchPath = manifest.dsh?.bundle?.patch
     assert.equal(patchPath, './cordis.patch.yml')
@@ -511,24 +529,6 @@ describe('installed from the tarball into a fresh consumer project', () => {
     const back = new Schema(JSON.parse(JSON.stringify(Config.toJSON())))
     assert.deepEqual(back.dict.inspect.dict.deadlineMs.meta, { default: 15000, description: Config.dict.inspect.dict.deadlineMs.meta.description, step: 1, min: 1, max: 2147483647 })
     assert.deepEqual(back({}), Config({}))
-  })
-
-  test('the browser half: a dsh.client package as the host declares one, its bundle registering under the package name', async () => {
-    assert.deepEqual(manifest.dsh?.client, { platform: 'web', inject: ['@deepseek-ai/dsh-client-connection', '@deepseek-ai/dsh-client-locale', '@deepseek-ai/dsh-client-ui-settings'] })
-    assert.deepEqual(manifest.exports?.['./client'], { default: './client.js' }, 'the host\'s client-modules resolves exports["./client"]')
-    const text = readEntry(tarball, 'client.js').toString('utf8')
-    const registered = []
-    const window = { __ModuleLoader__: { load: (registration) => registered.push(registration) } }
-    new Function('window', text)(window) // a classic script, as the page runs it
-    assert.deepEqual(registered.map(r => r.id), [NAME], 'one factory, under the row\'s package name')
-    const asked = []
-    const exports = registered[0].factory((specifier) => {
-      asked.push(specifier)
-      return { createElement: () => null, Fragment: 'fragment', useState: () => [false, () => {}] }
-    })
-    assert.deepEqual(asked, ['react'], 'it asks the page for React only (the shell\'s static table has it)')
-    assert.equal(typeof exports.apply, 'function')
-    assert.deepEqual(exports.inject, [], 'nothing required up front: a page missing a service boots without the card')
   })
 
   test('TypeScript: a strict consumer of both entry points type-checks against the shipped .d.ts (pinned typescript)', async () => {

@@ -148,6 +148,19 @@ describe('the settings namespace', () => {
     assert.equal(h.status().inbox.mode, 'report')
   })
 
+  test('the settings service going away: the row\'s config applies again; coming back: the user\'s section again', async (t) => {
+    const h = await host(t)
+    await h.mount({ inspect: { deadlineMs: 5000 } })
+    const stored = storing({ [NS]: { inspect: { deadlineMs: 150 } } })
+    const { fiber } = await h.settings(stored)
+    assert.equal(h.status().inspect.deadlineMs, 150)
+    await fiber.dispose()
+    await settled()
+    assert.equal(h.status().inspect.deadlineMs, 5000, 'the row\'s config')
+    await h.settings(stored)
+    assert.equal(h.status().inspect.deadlineMs, 150, 'registered again, the user\'s section again')
+  })
+
   test('control: the same stored section with no settings service: the row\'s deadline', async (t) => {
     const h = await host(t)
     await h.mount({ inspect: { deadlineMs: 5000 } })
