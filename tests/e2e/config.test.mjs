@@ -103,14 +103,32 @@ const QUERY = 'E2E: read the theme tokens of the page'
 const REFUSED_ON_STDERR = /\[HARNESS_GUARD\] Warning: harness-guard: config refused, the running config stays: invalid harness-guard config: inspect\.deadlineMs is 0, expected an integer in 1\.\.=2147483647/g
 const refusalsOn = (stderr) => stderr.match(REFUSED_ON_STDERR)?.length ?? 0
 
+/**
+ * Write the profile's user layer and wait for `done()`; on a busy machine a
+ * running `dsh` may not have armed its file watcher yet, so the same text is
+ * written again every few seconds (the loader applies an unchanged layer as no
+ * change) until `done()` holds or `ms` pass.
+ */
+async function editUntil(home, yaml, done, { ms = 30_000, what }) {
+  home.writePatch('web', yaml)
+  let written = Date.now()
+  return waitUntil(async () => {
+    const value = await done()
+    if (!value && Date.now() - written > 5_000) {
+      home.writePatch('web', yaml)
+      written = Date.now()
+    }
+    return value
+  }, { ms, what })
+}
+
 test('(6) a live invalid edit in a running `dsh web` is refused, said once on stderr, and the last good guard keeps running', async (t) => {
   const plans = { [QUERY]: [callTool('cordis_inspect_query', { platform: 'client', provider: 'Theme', method: 'tokens' })] }
   await withWeb({ label: 'invalid-live', guard: true, guardConfig: 'inspect:\n  deadlineMs: 3000', logTap: true, respond: byPrompt(plans) }, async ({ home, model, api, web }) => {
     const page = await openPage(api, { mode: 'silent' })
     try {
       assert.equal(refusalsOn(web.stderr()), 0, 'nothing said at boot: the config was only validated')
-      home.writePatch('web', home.readPatch('web').replace('deadlineMs: 3000', 'deadlineMs: 0'))
-      const refused = await waitUntil(() => home.logs().find(l => l.type === 'error' && NAMES_THE_FIELD.test(l.text)), { ms: 15_000, what: 'the loader to refuse the edited config' })
+      const refused = await editUntil(home, home.readPatch('web').replace('deadlineMs: 3000', 'deadlineMs: 0'), () => home.logs().find(l => l.type === 'error' && NAMES_THE_FIELD.test(l.text)), { what: 'the loader to refuse the edited config' })
       t.diagnostic(`cordis logger, [${refused.type}] ${refused.name}: ${refused.text.split('\n').slice(0, 2).join(' | ')}`)
       await waitUntil(() => refusalsOn(web.stderr()) > 0, { ms: 5_000, what: 'the refusal on stderr' })
       t.diagnostic(`dsh web stderr after the refusal: ${JSON.stringify(web.stderr())}`)
@@ -155,8 +173,7 @@ test('(9) a valid live edit applies in place in a running `dsh web`: the next qu
       assert.equal(await deadlineInForce(api, second.sessionId), '8000')
       await api.prompt(first.sessionId, WAITING)
       await waitUntil(() => page.queries.length === 1, { ms: 10_000, what: 'the first query to wait for the page' })
-      home.writePatch('web', home.readPatch('web').replace('deadlineMs: 8000', 'deadlineMs: 2000'))
-      await waitUntil(async () => (await deadlineInForce(api, second.sessionId)) === '2000', { ms: 15_000, what: 'the edit to apply' })
+      await editUntil(home, home.readPatch('web').replace('deadlineMs: 8000', 'deadlineMs: 2000'), async () => (await deadlineInForce(api, second.sessionId)) === '2000', { what: 'the edit to apply' })
       await api.prompt(second.sessionId, NEXT)
       const resultOf = async (prompt) => (await model.waitFor(r => promptOf(r) === prompt && stepOf(r) === 1, 20_000)).body.messages.filter(m => m.role === 'tool').at(-1)?.content
       assert.equal(await resultOf(NEXT), deadlineMessage('Theme', 'tokens', 2000), 'the next query ends at the new deadline')
