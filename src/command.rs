@@ -52,10 +52,11 @@ pub fn text(status: &Status<'_>, reports: &[&InspectReport], violations: &[&Viol
     let mut out = String::new();
     let state = match (&status.last_fault, status.failed, status.gave_up) {
         (Some(f), _, true) => format!(
-            "stood down after an internal fault in {} at {} UTC and gave up recovering (5 recoveries in 10 minutes); \
+            "stood down after an internal fault in {} at {} UTC and gave up recovering (it recovered {}); \
              it guards nothing until the process restarts",
             escape(&f.point),
-            utc(f.at)
+            utc(f.at),
+            crate::recovery::bound_text()
         ),
         (Some(f), Some(_), false) => format!(
             "stood down after an internal fault in {} at {} UTC; it recovers on a fresh instance after a backoff",

@@ -131,13 +131,19 @@ pub struct Landed {
 impl Landed {
     /// The error the caller receives when the guard ended the flight.
     pub fn error(&self, provider: &str, method: &str) -> Option<Error> {
+        Some(self.ending.as_ref()?.error(&self.query, provider, method))
+    }
+}
+
+impl Ending {
+    /// The error the caller of `query` (`provider.method`) receives for this ending.
+    pub fn error(&self, query: &Query, provider: &str, method: &str) -> Error {
         let (provider, method) = (provider.to_owned(), method.to_owned());
-        let deadline_ms = self.query.deadline_ms;
-        Some(match self.ending.clone()? {
+        match self.clone() {
             Ending::Deadline => Error::InspectDeadline {
                 provider,
                 method,
-                deadline_ms,
+                deadline_ms: query.deadline_ms,
             },
             Ending::Refused(refusal) => Error::InspectRefused {
                 provider,
@@ -145,7 +151,7 @@ impl Landed {
                 refusal,
             },
             Ending::Disposed => Error::GuardDisposed { provider, method },
-        })
+        }
     }
 }
 

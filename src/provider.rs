@@ -20,7 +20,7 @@ use crate::ledger::{InboxCounts, InspectCounts, InspectReport, Violation};
 /// The provider's id in `cordis_inspect_list`.
 pub const PROVIDER_ID: &str = "HarnessGuard";
 
-/// Default and largest `limit` of `reports` and `violations`.
+/// Default `limit` of `reports` and `violations`.
 pub const DEFAULT_LIMIT: usize = 20;
 /// The largest `limit` accepted.
 pub const MAX_LIMIT: usize = 1000;

@@ -5,8 +5,9 @@
 //! bounded intensity, it recovers at most [`MAX_RECOVERIES`] times in any
 //! [`WINDOW_MS`]; past that it stays down until the process restarts. Each
 //! recovery waits a backoff that doubles with the recoveries already in the
-//! window, from [`FIRST_BACKOFF_MS`] up to [`MAX_BACKOFF_MS`] (like Envoy's
-//! `FAIL_RELOAD` with its reload backoff).
+//! window (like Envoy's `FAIL_RELOAD` with its reload backoff): from
+//! [`FIRST_BACKOFF_MS`] for the first to [`LONGEST_BACKOFF_MS`] for the last the
+//! bound allows, 1, 2, 4, 8 and 16 s. The bound is the only cap the backoff needs.
 //!
 //! The times are the host's monotonic clock in milliseconds; the JavaScript side
 //! keeps them across instances (an instance's memory does not survive a fault).
@@ -17,8 +18,19 @@ pub const MAX_RECOVERIES: usize = 5;
 pub const WINDOW_MS: f64 = 600_000.0;
 /// The backoff before the first recovery in a window, in ms.
 pub const FIRST_BACKOFF_MS: f64 = 1_000.0;
-/// The longest backoff, in ms.
-pub const MAX_BACKOFF_MS: f64 = 60_000.0;
+/// The longest backoff ever taken, in ms: the one before the last recovery the
+/// bound allows ([`FIRST_BACKOFF_MS`] doubled `MAX_RECOVERIES - 1` times).
+// MAX_RECOVERIES is 5: the shift cannot overflow, nor the cast lose anything.
+#[allow(clippy::cast_possible_truncation)]
+pub const LONGEST_BACKOFF_MS: f64 = FIRST_BACKOFF_MS * (1u32 << (MAX_RECOVERIES - 1)) as f64;
+
+/// The bound in words, as the guard's lines say it: `5 times in 10 minutes`.
+pub fn bound_text() -> String {
+    format!(
+        "{MAX_RECOVERIES} times in {} minutes",
+        crate::config::render_number(WINDOW_MS / 60_000.0)
+    )
+}
 
 /// What to do after a fault.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,10 +53,11 @@ pub fn plan(recoveries: &[f64], now: f64) -> Plan {
     if in_window >= MAX_RECOVERIES {
         return Plan::GiveUp;
     }
-    // At most MAX_RECOVERIES - 1 doublings.
-    let factor = (1u32 << in_window.min(16)) as f64;
+    // Fewer than MAX_RECOVERIES in the window: at most MAX_RECOVERIES - 1 doublings.
+    #[allow(clippy::cast_possible_truncation)]
+    let doublings = in_window as u32;
     Plan::Retry {
-        after_ms: (FIRST_BACKOFF_MS * factor).min(MAX_BACKOFF_MS),
+        after_ms: FIRST_BACKOFF_MS * f64::from(1u32 << doublings),
     }
 }
 
@@ -88,16 +101,25 @@ mod tests {
     }
 
     #[test]
-    fn the_backoff_never_exceeds_its_cap() {
-        // Four recent recoveries, each backoff below the cap; the cap itself holds
-        // for any count the bound allows.
-        for n in 0..MAX_RECOVERIES {
-            let recoveries = vec![0.0; n];
-            match plan(&recoveries, 1.0) {
-                Plan::Retry { after_ms } => assert!(after_ms <= MAX_BACKOFF_MS),
+    fn the_longest_backoff_is_the_one_before_the_last_recovery_allowed() {
+        let waits: Vec<f64> = (0..MAX_RECOVERIES)
+            .map(|n| match plan(&vec![0.0; n], 1.0) {
+                Plan::Retry { after_ms } => after_ms,
                 Plan::GiveUp => panic!("gave up after {n}"),
-            }
-        }
+            })
+            .collect();
+        assert_eq!(
+            waits.iter().copied().fold(0.0, f64::max),
+            LONGEST_BACKOFF_MS
+        );
+        assert_eq!(waits.last(), Some(&LONGEST_BACKOFF_MS));
+        assert_eq!(LONGEST_BACKOFF_MS, 16_000.0);
+        assert_eq!(plan(&[0.0; MAX_RECOVERIES], 1.0), Plan::GiveUp);
+    }
+
+    #[test]
+    fn the_bound_in_words() {
+        assert_eq!(bound_text(), "5 times in 10 minutes");
     }
 
     #[test]

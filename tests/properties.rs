@@ -957,7 +957,7 @@ fn config_rejected_values_name_their_field_and_range() {
             unreachable!()
         };
         prop_assert_eq!(&field, &path);
-        prop_assert_eq!(&shown, &value.render());
+        reads_as(&value, &shown)?;
         prop_assert!(shown.chars().count() <= 45, "value shown short: {}", shown);
         match &expect {
             gen::configs::Expect::Exactly(allowed) => prop_assert_eq!(&expected, allowed),
@@ -976,6 +976,69 @@ fn config_rejected_values_name_their_field_and_range() {
     });
 }
 
+/// Whether `shown` is how a person reads the offending `value` in a refusal,
+/// judged without the renderer under test: a boolean as `true`/`false`, a number
+/// as the number it reads back as ([`number_reads_as`]), a string quoted and cut
+/// at 40 characters with `…` after the quote, an object as "an object", anything
+/// else by its type.
+fn reads_as(value: &Raw, shown: &str) -> TestCaseResult {
+    match value {
+        Raw::Absent => prop_assert_eq!(shown, "absent"),
+        Raw::Bool(b) => prop_assert_eq!(shown, if *b { "true" } else { "false" }),
+        Raw::Number(n) => number_reads_as(*n, shown)?,
+        Raw::Str(s) => {
+            let chars: Vec<char> = s.chars().collect();
+            let head: String = chars.iter().take(40).collect();
+            let cut = if chars.len() > 40 { "…" } else { "" };
+            prop_assert_eq!(
+                shown,
+                format!("\"{head}\"{cut}"),
+                "a string is quoted, cut at 40"
+            );
+        }
+        Raw::Object(_) => prop_assert_eq!(shown, "an object"),
+        Raw::Other(kind) => prop_assert!(
+            shown.starts_with("a value of type ") && shown.ends_with(kind.as_str()),
+            "{} named by its type: {}",
+            kind,
+            shown
+        ),
+    }
+    Ok(())
+}
+
+/// Whether `shown` is `n` as people read it: `NaN`, `±Infinity`, a number of
+/// 1e18 or more said to be that, an integer exactly, and any other number to
+/// within 1e-14 of its size when read back (what 15 decimal places round to
+/// zero is said to be below 1e-15).
+fn number_reads_as(n: f64, shown: &str) -> TestCaseResult {
+    prop_assert!(shown.len() <= 30, "{} renders long: {}", n, shown);
+    if n.is_nan() {
+        prop_assert_eq!(shown, "NaN");
+    } else if n.is_infinite() {
+        prop_assert_eq!(shown, if n > 0.0 { "Infinity" } else { "-Infinity" });
+    } else if n.abs() >= 1e18 {
+        prop_assert!(shown.ends_with("a number above 1e18"), "{}", shown);
+    } else if n.fract() == 0.0 {
+        prop_assert_eq!(shown, format!("{}", n as i64), "integers exactly");
+    } else if shown.contains("a number between 0 and 1e-15") {
+        // Only for what 15 decimal places round to zero.
+        prop_assert!(n.abs() < 1e-15, "{:e} renders as {}", n, shown);
+    } else {
+        let back: f64 = shown
+            .parse()
+            .map_err(|_| TestCaseError::fail(format!("{n:e} renders as {shown}")))?;
+        prop_assert!(
+            (back - n).abs() <= 1e-14 * n.abs().max(1.0),
+            "{:e} renders as {} (reads back {:e})",
+            n,
+            shown,
+            back
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn config_numbers_render_as_people_read_them() {
     let strategy = prop_oneof![
@@ -986,32 +1049,7 @@ fn config_numbers_render_as_people_read_them() {
         (0u32..100, 0u32..1000).prop_map(|(w, f)| f64::from(w) + f64::from(f) / 1000.0),
     ];
     check("config number rendering", 3_000, strategy, |n| {
-        let shown = config::render_number(n);
-        prop_assert!(shown.len() <= 30, "{} renders long: {}", n, shown);
-        if n.is_nan() {
-            prop_assert_eq!(shown, "NaN");
-        } else if n.is_infinite() {
-            prop_assert_eq!(shown, if n > 0.0 { "Infinity" } else { "-Infinity" });
-        } else if n.abs() >= 1e18 {
-            prop_assert!(shown.ends_with("a number above 1e18"), "{}", shown);
-        } else if n.fract() == 0.0 {
-            prop_assert_eq!(shown, format!("{}", n as i64), "integers exactly");
-        } else if shown.contains("a number between 0 and 1e-15") {
-            // Only for what 15 decimal places round to zero.
-            prop_assert!(n.abs() < 1e-15, "{:e} renders as {}", n, shown);
-        } else {
-            let back: f64 = shown
-                .parse()
-                .map_err(|_| TestCaseError::fail(format!("{n:e} renders as {shown}")))?;
-            prop_assert!(
-                (back - n).abs() <= 1e-14 * n.abs().max(1.0),
-                "{:e} renders as {} (reads back {:e})",
-                n,
-                shown,
-                back
-            );
-        }
-        Ok(())
+        number_reads_as(n, &config::render_number(n))
     });
 }
 

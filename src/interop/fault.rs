@@ -4,7 +4,11 @@
 //! build that is nothing. Built with the `fault-injection` feature, the package
 //! also exports `injectFault(point)`: the next entry at that point executes an
 //! `unreachable` instruction, a real wasm trap, so the tests can prove that the
-//! JavaScript side fails open whatever the guard does.
+//! JavaScript side fails open whatever the guard does. Some points are reached
+//! below the top level, with wasm frames of the guard already on the stack:
+//! `effect` inside `apply` (cordis runs an effect's body at once), `recover`
+//! under the recovery's backoff timer, `service` from a callback the guard
+//! calls (an `onReport` that reads a service).
 
 /// Where JavaScript enters the guard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,8 +31,17 @@ pub(super) enum Point {
     Resolve,
     /// The plugin's `apply` and the programmatic install.
     Apply,
-    /// A service, the provider, or an effect of the plugin's own.
-    Plugin,
+    /// An effect, injection or disposer of the plugin's own (cordis runs the
+    /// first ones inside `apply`), and the programmatic install's `dispose()`.
+    Effect,
+    /// A service method, the `HarnessGuard` provider, or the command.
+    Service,
+    /// The recovery applying a mount again on a fresh instance (`reapply`).
+    Recover,
+    /// Fault-injection builds only: the next deadline tick finds the flight
+    /// table already borrowed, as a re-entrant call would (a broken invariant).
+    #[cfg(feature = "fault-injection")]
+    Conflict,
 }
 
 impl Point {
@@ -44,7 +57,11 @@ impl Point {
             Point::Tick => "tick",
             Point::Resolve => "resolve",
             Point::Apply => "apply",
-            Point::Plugin => "plugin",
+            Point::Effect => "effect",
+            Point::Service => "service",
+            Point::Recover => "recover",
+            #[cfg(feature = "fault-injection")]
+            Point::Conflict => "conflict",
         }
     }
 }
@@ -69,6 +86,24 @@ mod armed {
     pub(super) fn arm(point: Point) {
         ARMED.with(|a| a.set(Some(point)));
     }
+
+    pub(super) fn take(point: Point) -> bool {
+        let armed = ARMED.with(|a| a.get()) == Some(point);
+        if armed {
+            ARMED.with(|a| a.set(None));
+        }
+        armed
+    }
+}
+
+/// Fault-injection builds only: when [`Point::Conflict`] is armed, `cell`
+/// borrowed for as long as the returned guard lives (the deadline tick then
+/// meets a borrow conflict, as it would under a re-entrant call).
+#[cfg(feature = "fault-injection")]
+pub(super) fn conflict<T>(cell: &std::cell::RefCell<T>) -> Option<std::cell::RefMut<'_, T>> {
+    armed::take(Point::Conflict)
+        .then(|| cell.try_borrow_mut().ok())
+        .flatten()
 }
 
 /// Trap here if a fault is armed for `point` (fault-injection builds only).
@@ -80,10 +115,16 @@ pub(super) fn check(point: Point) {
     let _ = point;
 }
 
+/// A broken invariant (a borrow conflict): trap. The JavaScript side fails open
+/// and recovers on a fresh instance, as on any fault of the guard.
+pub(super) fn broken() -> ! {
+    core::arch::wasm32::unreachable()
+}
+
 /// Arm a trap for the next entry at the point named `name`.
 #[cfg(feature = "fault-injection")]
 pub fn inject(name: &str) -> Result<(), crate::error::Error> {
-    const POINTS: [Point; 9] = [
+    const POINTS: [Point; 13] = [
         Point::Claim,
         Point::PreStep,
         Point::Created,
@@ -93,17 +134,22 @@ pub fn inject(name: &str) -> Result<(), crate::error::Error> {
         Point::Tick,
         Point::Resolve,
         Point::Apply,
+        Point::Effect,
+        Point::Service,
+        Point::Recover,
+        Point::Conflict,
     ];
     let point =
         POINTS
             .into_iter()
             .find(|p| p.name() == name)
             .ok_or(crate::error::Error::InvalidInput {
-            field: "point",
-            value: format!("\"{name}\""),
-            expected:
-                "one of claim, preStep, created, sessionEvent, begin, settle, tick, resolve, apply",
-        })?;
+                field: "point",
+                value: format!("\"{name}\""),
+                expected:
+                    "one of claim, preStep, created, sessionEvent, begin, settle, tick, resolve, \
+                       apply, effect, service, recover, conflict",
+            })?;
     armed::arm(point);
     Ok(())
 }

@@ -20,9 +20,13 @@
 //   and plain copies, with the field names Rust hands over in `configure`.
 // Errors the guard means to throw (a host error passed along, a refused
 // provider input) are handed over through `raise`, never thrown through wasm;
-// anything else that comes out of wasm is a fault of the guard.
+// anything else that comes out of wasm is a fault of the guard. Every call into
+// wasm made here counts itself in `life.depth` and leaves through `left()`
+// (supervisor.js); what the guard has for host code (warn lines, `onReport`
+// calls) is queued while it runs and handed over at the outermost exit, so host
+// code never runs beneath a wasm frame of the guard on their account.
 
-import { fail, faultFacts, hooks, life } from './supervisor.js'
+import { fail, faultFacts, hooks, left, life } from './supervisor.js'
 
 /**
  * A new instance: its constants (field names, event names, texts, and the
@@ -49,7 +53,11 @@ life.standDown = () => {
   announcing.length = 0
   for (const flight of failed) end(flight, life.K.failedCode, life.K.failedMessage)
   clearTimer()
-  if (lines.length > 0) flushLines()
+}
+
+life.atExit = () => {
+  if (lines.length > 0) drain(lines)
+  if (reports.length > 0) drain(reports)
 }
 
 /** What Rust means to throw, handed over by `raise` and thrown once wasm returned. */
@@ -72,26 +80,44 @@ function rethrow() {
 // ---- warn lines ---------------------------------------------------------------------
 
 /**
- * Lines written while wasm ran, `[log, text, …]`, logged by the trampoline once
- * wasm returned: a host logger called from under wasm frames pays several times
- * more for the stack captures it makes.
+ * Lines written while wasm ran, `[log, text, …]`, logged at the outermost exit
+ * from wasm (`life.atExit`): a host logger called from under wasm frames pays
+ * several times more for the stack captures it makes.
  */
 const lines = []
 
-/** Queue a line; the trampoline that entered wasm logs it on the way out. */
+/** Queue a line; the outermost exit from wasm logs it. */
 export function logLater(log, text) {
   lines.push(log, text)
 }
 
-/** Log the queued lines. A throwing logger never stops the rest, nor its caller. */
-function flushLines() {
-  const batch = lines.splice(0)
+/**
+ * Call what `queue` holds, `[f, argument, …]`, in order (queued lines: a logger
+ * and its text; queued reports: `onReport` and its report). A throw never stops
+ * the rest, nor its caller: it is dropped.
+ */
+function drain(queue) {
+  const batch = queue.splice(0)
   for (let i = 0; i < batch.length; i += 2) {
     try {
       batch[i](batch[i + 1])
     } catch {}
   }
 }
+
+/**
+ * Reports for a programmatic install's `onReport`, `[onReport, report, …]`,
+ * handed over once the guard left wasm: after the endings they report were
+ * delivered, so whatever `onReport` does (dispose the guard, start a query,
+ * throw) no query is left waiting on its account.
+ */
+const reports = []
+
+/** Queue a report for `onReport`. */
+export function reportLater(onReport, report) {
+  reports.push(onReport, report)
+}
+
 
 /**
  * Enter the current instance with `token`, for a trampoline of generation `gen`.
@@ -101,13 +127,14 @@ function flushLines() {
 function enter(point, fallback, token, gen, previous, self, args) {
   if (!up(gen)) return fallback()
   let result
+  life.depth += 1
   try {
     result = life.dispatch(token, previous, self, args)
   } catch (error) {
     fail(point, error)
     return fallback()
   } finally {
-    if (lines.length > 0) flushLines()
+    left()
   }
   rethrow()
   return result
@@ -115,7 +142,8 @@ function enter(point, fallback, token, gen, previous, self, args) {
 
 /**
  * A fresh copy of a fallback answer Rust made (a caller may change what it
- * gets). An answer that says the guard failed also says what the supervisor knows.
+ * gets). An answer that says the guard failed also says what the supervisor
+ * knows; once it gave up, the command's answer says so.
  */
 function copy(value) {
   let out
@@ -124,9 +152,13 @@ function copy(value) {
   } catch {
     return undefined
   }
-  if (out !== null && typeof out === 'object' && Object.hasOwn(out, life.K.failedKey)) {
+  if (out === null || typeof out !== 'object') return out
+  if (Object.hasOwn(out, life.K.failedKey)) {
     Object.assign(out, faultFacts())
     if (life.gaveUp) out[life.K.failedKey] = `${life.K.failedLine}; ${life.K.gaveUpLine}`
+  } else if (life.gaveUp && typeof out.text === 'string') {
+    // The command's answer, in words.
+    out.text = `${life.K.failedLine}; ${life.K.gaveUpLine}`
   }
   return out
 }
@@ -312,7 +344,7 @@ export function patchClaim(inbox, owner, token, messageCode) {
         // emptied a turn's batch while more turns wait).
         const again = enterClaim(b, this, batch, split, codes, foreign, args[0] === life.K.nextTurn)
         if (up(b.gen)) judged.set(batch, batch.length)
-        if (again !== 1) return batch
+        if (!again) return batch
       }
     }
   })
@@ -340,20 +372,24 @@ function sessionIdOf(inbox) {
 
 /**
  * Enter the current instance's claim entry: `(token, batch, split, nextTurn,
- * codes, flags, session)`, numbers and one string only. On a fault the batch goes
- * back as claimed.
+ * codes, flags, session)`, numbers and one string only (the flags are Rust's,
+ * `K.claimFlags`). Returns whether to claim again; on a fault the batch goes back
+ * as claimed.
  */
 function enterClaim(b, inbox, batch, split, codes, foreign, forTurn) {
-  if (!up(b.gen)) return 0
-  const flags = (foreign ? 1 : 0) | (forTurn ? 2 : 0) | (codes === null ? 4 : 0) | (codes === undefined ? 8 : 0)
-  let again = 0
+  if (!up(b.gen)) return false
+  const F = life.K.claimFlags
+  const flags = (foreign ? F.foreign : 0) | (forTurn ? F.forTurn : 0)
+    | (codes === null ? F.unread : 0) | (codes === undefined ? F.clean : 0)
+  let again = false
+  life.depth += 1
   try {
     again = life.claim(b.token, batch, split, lengthOf(inbox, life.K.nextTurnList), codes ?? NO_CODES, flags, sessionIdOf(inbox))
   } catch (error) {
     fail('claim', error)
-    return 0
+    return false
   } finally {
-    if (lines.length > 0) flushLines()
+    left()
   }
   rethrow()
   return again
@@ -505,13 +541,15 @@ function guardClientQuery(b, previous, registry, self, args) {
   if (typeof requestId !== 'string') return inner
   let key = -1
   if (up(b.gen)) {
+    life.depth += 1
     try {
       key = life.begin(b.guard, started, unannounced)
     } catch (error) {
       // The call in hand passes on unguarded; the flights already waiting end as on any fault.
       fail('begin', error)
+    } finally {
+      left()
     }
-    if (lines.length > 0) flushLines()
   }
   if (key < 0) return inner
   flight.key = key
@@ -553,10 +591,13 @@ async function waitFor(inner, flight) {
 function landed(flight) {
   forget(flight)
   if (life.down) return
+  life.depth += 1
   try {
     life.settle(flight.key)
   } catch (error) {
     fail('settle', error)
+  } finally {
+    left()
   }
 }
 
@@ -675,22 +716,21 @@ export function clearTimer() {
 
 /**
  * The timer's callback: `tick` (Rust) ends what is due and returns the work,
- * delivered here so the registry's clean-up runs with no wasm frame beneath it.
- * Never throws: a throw out of a timer would end the host process.
+ * delivered here so the registry's clean-up runs with no wasm frame beneath it;
+ * the lines and reports of those endings follow their delivery. Never throws:
+ * a throw out of a timer would end the host process.
  */
 function onTimer() {
   immediate = undefined
   if (life.down || life.tick === undefined) return
-  let work
+  life.depth += 1
   try {
-    work = life.tick()
+    deliver(life.tick())
   } catch (error) {
     fail('tick', error)
-    return
   } finally {
-    if (lines.length > 0) flushLines()
+    left()
   }
-  deliver(work)
 }
 
 // ---- facts --------------------------------------------------------------------------
@@ -787,18 +827,20 @@ export function repairMessage(create, value, summary) {
 }
 
 /**
- * Repair `batch[i]` in place (`repairMessage`): 2 when repaired; 1 when the batch
- * refused the message (a frozen array); 0 when the host made no usable message
- * (`K.messageCode` is the one shape Rust calls usable).
+ * Repair `batch[i]` in place (`repairMessage`), and say how it went, in Rust's
+ * codes (`K.repair`): `repaired`; `refused` when the batch refused the message (a
+ * frozen array); `unmade` when the host made no usable message (`K.messageCode`
+ * is the one shape Rust calls usable).
  */
 export function repairAt(batch, i, create, summary) {
+  const R = life.K.repair
   const message = repairMessage(create, batch[i], summary)
-  if (message === undefined || shapeCode(message) !== life.K.messageCode) return 0
+  if (message === undefined || shapeCode(message) !== life.K.messageCode) return R.unmade
   try {
     batch[i] = message
-    return batch[i] === message ? 2 : 1
+    return batch[i] === message ? R.repaired : R.refused
   } catch {
-    return 1
+    return R.refused
   }
 }
 

@@ -23,7 +23,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::PatchHandle;
-use super::runtime::{token, Role, Runtime};
+use super::runtime::{exclusive, token, Role, Runtime};
 use super::{
     at, drop_at, emit_with, get, get_fn, get_string, hold, is_array, length, object, patch_claim,
     plain_copy, release, render_head, render_head_at, repair_at, repair_message, safe_string,
@@ -72,7 +72,6 @@ pub(super) struct Records {
 
 fn ctx(rt: &Runtime, guard: u32) -> Option<Rc<Ctx>> {
     rt.inbox(|state| state.guards.get(guard).map(|g| g.cx.clone()))
-        .flatten()
 }
 
 /// Install the inbox guard, listening through `on(event, listener, options) → dispose`.
@@ -109,16 +108,9 @@ pub(super) fn install(
         pruned_at: 0,
         unlisten: Vec::new(),
     };
-    if rt
-        .inbox(|state| state.guards.insert(guard, guard_state))
-        .is_none()
-    {
-        // Cannot happen outside a re-entrant call; installing nothing is the safe answer.
-        return Err(crate::error::Error::HostShape {
-            target: "the inbox guard's host",
-            missing: vec!["a guard state free to record the install"],
-        });
-    }
+    // A fresh id: nothing was under it (dropped after the borrow all the same).
+    let replaced = rt.inbox(|state| state.guards.insert(guard, guard_state));
+    drop(replaced);
     let prepend = object(&[("prepend", &JsValue::TRUE)]);
     let mut unlisten = Vec::new();
     for (event, role, options) in [
@@ -141,7 +133,8 @@ pub(super) fn install(
                 for d in unlisten {
                     let _ = d.call0(&JsValue::UNDEFINED);
                 }
-                rt.inbox(|state| state.guards.remove(guard));
+                let removed = rt.inbox(|state| state.guards.remove(guard));
+                drop(removed);
                 return Err(crate::error::Error::HostShape {
                     target: "the inbox guard's host",
                     missing: vec![
@@ -164,7 +157,7 @@ pub(super) fn install(
 
 /// Remove the guard: restore every wrapped `claim`, drop its listeners.
 pub(super) fn dispose(rt: &Runtime, guard: u32) {
-    let removed = rt.inbox(|s| s.guards.remove(guard)).flatten();
+    let removed = rt.inbox(|s| s.guards.remove(guard));
     if let Some(g) = removed {
         for d in &g.unlisten {
             let _ = d.call0(&JsValue::UNDEFINED);
@@ -240,6 +233,30 @@ pub(super) struct Claimed {
     pub(super) session: Option<String>,
 }
 
+/// The flags a claim wrapper hands over with a batch (`enterClaim` in helpers.js,
+/// which gets them in `configure` as `K.claimFlags`).
+pub(super) mod flag {
+    /// Something other than the host's own claim produced the batch.
+    pub(in crate::interop) const FOREIGN: u32 = 1;
+    /// The claim was for a turn (`next-turn`).
+    pub(in crate::interop) const FOR_TURN: u32 = 2;
+    /// The wrapper could not read the entries' shape codes.
+    pub(in crate::interop) const UNREAD: u32 = 4;
+    /// Every entry has `MESSAGE_CODE` (no codes handed over).
+    pub(in crate::interop) const CLEAN: u32 = 8;
+}
+
+/// How `repairAt` (helpers.js) left a batch entry; handed over in `configure` as `K.repair`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Repair {
+    /// The host made no usable message: the entry is dropped instead.
+    Unmade = 0,
+    /// The batch refused the message (a frozen array): the entry stays, observed.
+    Refused = 1,
+    /// The entry is the repaired message.
+    Repaired = 2,
+}
+
 /// The shape codes of a claimed batch.
 pub(super) enum Codes {
     /// Every entry has `MESSAGE_CODE`.
@@ -251,11 +268,11 @@ pub(super) enum Codes {
 }
 
 impl Codes {
-    /// From the wrapper's `codes` and `flags` (4: unreadable, 8: clean).
+    /// From the wrapper's `codes` and `flags` ([`flag::UNREAD`], [`flag::CLEAN`]).
     pub(super) fn of(codes: Vec<u32>, flags: u32) -> Self {
-        if flags & 8 != 0 {
+        if flags & flag::CLEAN != 0 {
             Codes::Clean
-        } else if flags & 4 != 0 {
+        } else if flags & flag::UNREAD != 0 {
             Codes::Unread
         } else {
             Codes::Read(codes)
@@ -355,7 +372,7 @@ pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: 
         });
         let (head, longer) = render_head_at(&inserted, i, cx.preview_chars);
         let rendered = Rendered { head, longer };
-        let sighting = cx.sightings.try_borrow_mut().map_or(Seen::New(0), |mut t| {
+        let sighting = exclusive(&cx.sightings, |t| {
             t.written(
                 session_id.as_deref().unwrap_or_default(),
                 rendered.fingerprint(&probe),
@@ -475,10 +492,13 @@ fn sanitize_batch(
         let (head, longer) = render_head_at(batch, i, cx.preview_chars);
         let action = match action {
             Action::Repair => {
-                match repair_at(batch, i, &cx.create_user_message, &repair_summary(&probe)) {
-                    2 => Action::Repair,
-                    1 => Action::Observe,
-                    _ => remove(batch, i),
+                let outcome = repair_at(batch, i, &cx.create_user_message, &repair_summary(&probe));
+                if outcome == Repair::Repaired as u32 {
+                    Action::Repair
+                } else if outcome == Repair::Refused as u32 {
+                    Action::Observe
+                } else {
+                    remove(batch, i)
                 }
             }
             Action::Drop => remove(batch, i),
@@ -498,17 +518,13 @@ fn sanitize_batch(
         .iter()
         .map(|(_, rendered, probe, _)| rendered.fingerprint(probe))
         .collect();
-    let seen = cx
-        .sightings
-        .try_borrow_mut()
-        .map(|mut t| {
-            t.claimed(
-                session_id.as_deref().unwrap_or_default(),
-                &fps,
-                matches!(sighted, Sighted::ByClaim),
-            )
-        })
-        .unwrap_or_else(|_| vec![Seen::New(0); fps.len()]);
+    let seen = exclusive(&cx.sightings, |t| {
+        t.claimed(
+            session_id.as_deref().unwrap_or_default(),
+            &fps,
+            matches!(sighted, Sighted::ByClaim),
+        )
+    });
     for ((i, rendered, probe, action), sighting) in found.into_iter().zip(seen) {
         record(
             cx,
@@ -591,11 +607,9 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
             (rendered.fingerprint(probe), *action == Action::Observe)
         })
         .collect();
-    let seen = cx
-        .sightings
-        .try_borrow_mut()
-        .map(|mut t| t.swept(session_id.as_deref().unwrap_or_default(), &fps))
-        .unwrap_or_else(|_| vec![Seen::New(0); fps.len()]);
+    let seen = exclusive(&cx.sightings, |t| {
+        t.swept(session_id.as_deref().unwrap_or_default(), &fps)
+    });
     for ((target, i, rendered, probe, action), sighting) in found.into_iter().zip(seen) {
         record(
             cx,
@@ -716,9 +730,7 @@ fn record(
         )
     };
     warn_with(cx, &session_id, &text);
-    if let Ok(mut ledger) = cx.ledger.try_borrow_mut() {
-        ledger.push(violation);
-    }
+    exclusive(&cx.ledger, |ledger| ledger.push(violation));
 }
 
 /// Log a warn line about `session_id` once the guard returns to JavaScript,

@@ -28,11 +28,11 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::patch::PatchHandle;
-use super::runtime::{token, with, Role, Runtime};
+use super::runtime::{exclusive, token, with, Role, Runtime};
 use super::{
     at, call, disposer_of, emit, emit_with, flight_of, get, get_fn, get_string, hold, length,
     make_announcer, monotonic_now, object, open_mount, original_of, patch_query, patch_resolve,
-    raw_config, release, take_flight, text_of, to_js,
+    raw_config, release, report_later, take_flight, text_of, to_js,
 };
 use crate::config::{self, InspectConfig};
 use crate::echo::escape;
@@ -56,20 +56,19 @@ pub(super) struct Sink {
 }
 
 impl Sink {
-    /// Record a report (the ledger, `onReport`) and log its warn line.
     /// Record a report (the ledger, `onReport`) and log its warn line, `text(report)`,
     /// made only when the line is written (a burst of endings is mostly left out).
+    /// `onReport` is called, like the line is logged, once the guard left wasm,
+    /// after the endings were delivered (see `reportLater` in helpers.js).
     fn report(&self, report: InspectReport, text: &dyn Fn(&InspectReport) -> String) {
         if let Some(on_report) = &self.on_report {
-            let _ = on_report.call1(&JsValue::UNDEFINED, &to_js(&report));
+            report_later(on_report, &to_js(&report));
         }
         if let Some(warn) = &self.warn {
             let session = report.session_id.as_deref().unwrap_or_default();
             with(|rt| emit_with(rt, warn, session, &|| text(&report)));
         }
-        if let Ok(mut ledger) = self.ledger.try_borrow_mut() {
-            ledger.push(report);
-        }
+        exclusive(&self.ledger, |ledger| ledger.push(report));
     }
 }
 
@@ -85,8 +84,8 @@ struct Guard {
 }
 
 /// Inspect guards and the flights of all of them. (The JavaScript half of each
-/// flight, its signals and the caller's `reject`, stays in `helpers.js` under
-/// the same key.)
+/// flight, its registry and names, its request and the error its caller gets,
+/// stays in `helpers.js` under the same key.)
 #[derive(Default)]
 pub(crate) struct State {
     guards: IdMap<Guard>,
@@ -211,14 +210,9 @@ pub(super) fn install(
         warned_unannounced: false,
         owner: owner.clone(),
     };
-    let refused = rt.inspect(|s| s.guards.insert(guard, state)).is_none();
-    if refused {
-        // Cannot happen outside a re-entrant call; installing nothing is the safe answer.
-        return Err(Error::HostShape {
-            target: "cordisInspect",
-            missing: vec!["a guard state free to record the install"],
-        });
-    }
+    // A fresh id: nothing was under it (dropped after the borrow all the same).
+    let replaced = rt.inspect(|s| s.guards.insert(guard, state));
+    drop(replaced);
     Ok(Some(guard))
 }
 
@@ -296,21 +290,18 @@ fn bound(on: &Function, ctx: &JsValue) -> JsValue {
 /// flight's key, or -1 to leave the query unguarded (the guard is gone: the
 /// registry then settles it alone).
 pub(super) fn begin(rt: &Runtime, guard: u32, started_at: f64, unannounced: bool) -> f64 {
-    let begun = rt
-        .inspect(|state| {
-            let g = state.guards.get_mut(guard)?;
-            let query = Query {
-                guard,
-                deadline_ms: g.config.deadline_ms,
-                grace_ms: g.config.refusal_grace_ms,
-            };
-            let first_unannounced =
-                unannounced && !std::mem::replace(&mut g.warned_unannounced, true);
-            let warn = first_unannounced.then(|| g.sink.warn.clone()).flatten();
-            let key = state.flights.begin(query, started_at);
-            Some((key, warn))
-        })
-        .flatten();
+    let begun = rt.inspect(|state| {
+        let g = state.guards.get_mut(guard)?;
+        let query = Query {
+            guard,
+            deadline_ms: g.config.deadline_ms,
+            grace_ms: g.config.refusal_grace_ms,
+        };
+        let first_unannounced = unannounced && !std::mem::replace(&mut g.warned_unannounced, true);
+        let warn = first_unannounced.then(|| g.sink.warn.clone()).flatten();
+        let key = state.flights.begin(query, started_at);
+        Some((key, warn))
+    });
     let Some((key, warn)) = begun else {
         return -1.0;
     };
@@ -332,7 +323,7 @@ pub(super) fn begin(rt: &Runtime, guard: u32, started_at: f64, unannounced: bool
 /// request when one waits (else -1). Answers `undefined` when the guard is gone:
 /// the wrapper then calls the registry as it was.
 pub(super) fn unbound(rt: &Runtime, guard: u32, args: &Array) -> JsValue {
-    if rt.inspect(|s| s.guards.contains(guard)) != Some(true) {
+    if !rt.inspect(|s| s.guards.contains(guard)) {
         return JsValue::UNDEFINED;
     }
     let key = args.get(1).as_f64().and_then(FlightKey::from_f64);
@@ -348,7 +339,7 @@ pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) 
     let Some(key) = args.get(0).as_f64().and_then(FlightKey::from_f64) else {
         return result.clone();
     };
-    if rt.inspect(|s| s.guards.contains(guard)) != Some(true) {
+    if !rt.inspect(|s| s.guards.contains(guard)) {
         return result.clone();
     }
     let from_asker = args.get(1).is_truthy();
@@ -365,9 +356,7 @@ pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) 
         },
     };
     let now = monotonic_now();
-    let effect = rt
-        .inspect(|state| state.flights.refuse(key, from_asker, refusal, now))
-        .unwrap_or(RefusalEffect::Ignored);
+    let effect = rt.inspect(|state| state.flights.refuse(key, from_asker, refusal, now));
     if effect == RefusalEffect::First {
         rearm(rt);
     }
@@ -377,13 +366,11 @@ pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) 
 /// The host validator's account of why a waiting flight's answer was refused:
 /// the violations of the method's `outputSchema`, as the registry words them.
 fn explain_invalid_output(rt: &Runtime, key: FlightKey, resolution: &JsValue) -> Option<String> {
-    let (validate, registry) = rt
-        .inspect(|state| {
-            let query = state.flights.waiting(key)?;
-            let g = state.guards.get(query.guard)?;
-            Some((g.sink.validate.clone()?, g.registry.clone()))
-        })
-        .flatten()?;
+    let (validate, registry) = rt.inspect(|state| {
+        let query = state.flights.waiting(key)?;
+        let g = state.guards.get(query.guard)?;
+        Some((g.sink.validate.clone()?, g.registry.clone()))
+    })?;
     let (provider, method) = names_of(key);
     let schema = output_schema(&registry, &provider, &method)?;
     let data = get(resolution, "data").unwrap_or(JsValue::UNDEFINED);
@@ -416,13 +403,11 @@ fn output_schema(registry: &JsValue, provider: &str, method: &str) -> Option<JsV
 }
 
 fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>, key: Option<FlightKey>) {
-    let found = rt
-        .inspect(|state| {
-            let g = state.guards.get(guard)?;
-            let waiting = key.filter(|k| state.flights.waiting(*k).is_some());
-            Some((g.sink.clone(), g.config.deadline_ms, waiting))
-        })
-        .flatten();
+    let found = rt.inspect(|state| {
+        let g = state.guards.get(guard)?;
+        let waiting = key.filter(|k| state.flights.waiting(*k).is_some());
+        Some((g.sink.clone(), g.config.deadline_ms, waiting))
+    });
     let Some((sink, deadline_ms, waiting)) = found else {
         return;
     };
@@ -472,7 +457,7 @@ pub(super) fn settle(rt: &Runtime, key: f64) {
     let Some(key) = FlightKey::from_f64(key) else {
         return;
     };
-    if rt.inspect(|s| s.flights.land(key)).flatten().is_some() {
+    if rt.inspect(|s| s.flights.land(key)).is_some() {
         rearm(rt);
     }
 }
@@ -488,9 +473,7 @@ const EXPIRY_CHUNK: usize = 128;
 pub(super) fn tick(rt: &Runtime) -> Array {
     rt.fired();
     let now = monotonic_now();
-    let ended = rt
-        .inspect(|s| s.flights.expire_at_most(now, EXPIRY_CHUNK))
-        .unwrap_or_default();
+    let ended = rt.inspect(|s| s.flights.expire_at_most(now, EXPIRY_CHUNK));
     let work = end_flights(rt, ended.into_iter().map(|(key, _)| key).collect());
     rearm(rt);
     work
@@ -498,21 +481,22 @@ pub(super) fn tick(rt: &Runtime) -> Array {
 
 /// Land the guard's endings, build their errors and record their reports. Returns
 /// the rest as work for `deliver` (helpers.js): `[flight, code, message, …]`.
-/// (Kept out of line: the deadline timer and disposal both call it.)
+/// Every flight landed here is delivered, whether or not its guard is still
+/// installed (a guard disposed meanwhile, by an `onReport` say, records nothing
+/// more, but its callers still get their endings). (Kept out of line: the
+/// deadline timer and disposal both call it.)
 #[inline(never)]
 fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
     let work = Array::new();
     // A burst of endings of one query shape shares one message string.
     let mut last_message: Option<(String, JsValue)> = None;
     for key in ended {
-        let Some((landed, sink)) = rt
-            .inspect(|s| {
-                let landed = s.flights.land(key)?;
-                let sink = s.sink(landed.query.guard)?;
-                Some((landed, sink))
-            })
-            .flatten()
-        else {
+        let Some((landed, sink)) = rt.inspect(|s| {
+            let landed = s.flights.land(key)?;
+            let sink = s.sink(landed.query.guard);
+            Some((landed, sink))
+        }) else {
+            // Off the table already: the registry settled it first.
             continue;
         };
         // Taken at once: its key is gone from the table from here on.
@@ -521,9 +505,9 @@ fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
             continue;
         }
         let (provider, method) = names(&flight);
-        let (Some(error), Some(ending)) = (landed.error(&provider, &method), landed.ending) else {
-            continue;
-        };
+        // Keys handed here were ended by the guard; one that was not ends as disposed.
+        let ending = landed.ending.unwrap_or(Ending::Disposed);
+        let error = ending.error(&landed.query, &provider, &method);
         let (request_id, session_id) = request_of(&flight);
         let report = InspectReport {
             kind: ending.kind(),
@@ -539,20 +523,22 @@ fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
             },
         };
         let code = error.code();
-        sink.report(report, &|report| {
-            let why = match &ending {
-                Ending::Deadline => format!("no page answered within {}ms", report.deadline_ms),
-                Ending::Refused(Refusal::Page { reason, message }) => {
-                    format!("the page refused ({}: {})", escape(reason), escape(message))
-                }
-                Ending::Refused(r) => format!("the page refused ({})", r.reason()),
-                Ending::Disposed => "the guard was stopped while it waited".to_owned(),
-            };
-            format!(
-                "client inspect {} rejected with {code}: {why}",
-                describe(report)
-            )
-        });
+        if let Some(sink) = sink {
+            sink.report(report, &|report| {
+                let why = match &ending {
+                    Ending::Deadline => format!("no page answered within {}ms", report.deadline_ms),
+                    Ending::Refused(Refusal::Page { reason, message }) => {
+                        format!("the page refused ({}: {})", escape(reason), escape(message))
+                    }
+                    Ending::Refused(r) => format!("the page refused ({})", r.reason()),
+                    Ending::Disposed => "the guard was stopped while it waited".to_owned(),
+                };
+                format!(
+                    "client inspect {} rejected with {code}: {why}",
+                    describe(report)
+                )
+            });
+        }
         let text = error.to_string();
         let message = match &last_message {
             Some((previous, js)) if *previous == text => js.clone(),
@@ -570,27 +556,22 @@ fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
 }
 
 fn rearm(rt: &Runtime) {
-    rt.arm(
-        rt.inspect(|s| s.flights.next_due()).flatten(),
-        monotonic_now,
-    );
+    rt.arm(rt.inspect(|s| s.flights.next_due()), monotonic_now);
 }
 
 /// Arm the timer for the earliest due flight, `now` being the clock's reading.
 fn rearm_at(rt: &Runtime, now: f64) {
-    rt.arm(rt.inspect(|s| s.flights.next_due()).flatten(), || now);
+    rt.arm(rt.inspect(|s| s.flights.next_due()), || now);
 }
 
 /// Remove the guard: restore its methods, drop its listener, reject its flights.
 /// Idempotent.
 pub(super) fn dispose(rt: &Runtime, guard: u32) {
-    let Some(ended) = rt.inspect(|s| s.flights.abandon(guard)) else {
-        return;
-    };
+    let ended = rt.inspect(|s| s.flights.abandon(guard));
     // The endings are built while the guard's sink is still installed, and
     // delivered once its methods and listener are gone.
     let work = end_flights(rt, ended);
-    if let Some(mut g) = rt.inspect(|s| s.guards.remove(guard)).flatten() {
+    if let Some(mut g) = rt.inspect(|s| s.guards.remove(guard)) {
         drop(std::mem::take(&mut g.patches));
         if let Some(unlisten) = g.unlisten.take() {
             let _ = unlisten.call0(&JsValue::UNDEFINED);
@@ -599,7 +580,7 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
     }
     super::deliver(&work);
     // Timers cleared on disposal: with nothing left waiting, the idle timer goes too.
-    match rt.inspect(|s| s.flights.next_due()).flatten() {
+    match rt.inspect(|s| s.flights.next_due()) {
         Some(due) => rt.arm(Some(due), monotonic_now),
         None => rt.disarm(),
     }
@@ -608,7 +589,6 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
 /// Whether a guard is installed (for the provider's status).
 pub(super) fn config_of(rt: &Runtime, guard: u32) -> Option<InspectConfig> {
     rt.inspect(|s| s.guards.get(guard).map(|g| g.config))
-        .flatten()
 }
 
 /// Give a live guard a new config: queries that begin from now on get its

@@ -5,7 +5,7 @@
 //! `Reflect` and `Function::call*`, which js-sys binds that way), so no
 //! JavaScript exception ever unwinds through wasm frames. No call into
 //! JavaScript is made while a `RefCell` borrow is held, because JavaScript may
-//! call straight back in.
+//! call straight back in (a conflict traps: see `runtime::exclusive`).
 
 mod de;
 mod fault;
@@ -81,6 +81,8 @@ extern "C" {
     fn clear_timer();
     #[wasm_bindgen(js_name = logLater)]
     fn log_later(log: &Function, text: &str);
+    #[wasm_bindgen(js_name = reportLater)]
+    fn report_later(on_report: &Function, report: &JsValue);
     #[wasm_bindgen(js_name = shapes)]
     fn shape_codes(list: &JsValue) -> js_sys::Uint32Array;
     #[wasm_bindgen(js_name = shapeCode)]
@@ -125,7 +127,8 @@ extern "C" {
     fn disposer_of(record: &JsValue) -> Function;
     #[wasm_bindgen(js_name = faultFacts)]
     fn fault_facts() -> JsValue;
-    fn recover();
+    #[wasm_bindgen(js_name = recoveryDue)]
+    fn recovery_due();
     #[cfg(feature = "fault-injection")]
     #[wasm_bindgen(js_name = skewClock)]
     fn skew_clock_js(ms: f64);

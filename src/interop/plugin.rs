@@ -22,7 +22,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
-use super::runtime::{with, Role, Runtime};
+use super::runtime::{exclusive, shared, with, Role, Runtime};
 use super::settings;
 use super::{
     abandon, call, emit, fault_facts, get, get_fn, get_string, hold, inbox, inspect, object,
@@ -96,7 +96,7 @@ pub fn apply(ctx: &JsValue, config: &JsValue, host: &JsValue) -> Result<(), Erro
 /// Apply again, on this (fresh) instance, what the record of a mount or a
 /// programmatic install asked for: the recovery after a fault.
 pub fn reapply(record: &JsValue) -> Result<(), Error> {
-    fault::check(Point::Apply);
+    fault::check(Point::Recover);
     if get_string(record, "kind").as_deref() == Some("inspect") {
         return with(|rt| inspect::reinstall(rt, record));
     }
@@ -215,7 +215,6 @@ pub(super) fn host_call(
 /// The context and record of a live mount.
 pub(super) fn parts(rt: &Runtime, id: u32) -> Option<(JsValue, JsValue)> {
     rt.plugin(|s| s.mounts.get(id).map(|m| (m.ctx.clone(), m.record.clone())))
-        .flatten()
 }
 
 /// Apply `next` to a live mount in place, without a restart: the inbox half's
@@ -224,13 +223,11 @@ pub(super) fn parts(rt: &Runtime, id: u32) -> Option<(JsValue, JsValue)> {
 /// own); a half enabled is installed, a half disabled uninstalled; the records
 /// and counts stay.
 pub(super) fn reconfigure(rt: &Runtime, id: u32, next: Config) -> Result<(), Error> {
-    let attachments = rt
-        .plugin(|s| {
-            let m = s.mounts.get_mut(id)?;
-            m.config = next;
-            Some(m.attachments.clone())
-        })
-        .flatten();
+    let attachments = rt.plugin(|s| {
+        let m = s.mounts.get_mut(id)?;
+        m.config = next;
+        Some(m.attachments.clone())
+    });
     let Some(attachments) = attachments else {
         return Ok(());
     };
@@ -243,24 +240,21 @@ pub(super) fn reconfigure(rt: &Runtime, id: u32, next: Config) -> Result<(), Err
 /// Make the inbox half match its mount's config: installed (as an effect of the
 /// mount) while enabled, reconfigured in place, uninstalled when disabled.
 fn fit_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
-    let Some((config, guard, effect, ctx, record)) = rt
-        .plugin(|s| {
-            let m = s.mounts.get_mut(id)?;
-            let effect = if m.config.inbox.enabled {
-                None
-            } else {
-                m.inbox_effect.take()
-            };
-            Some((
-                m.config.inbox,
-                m.inbox_guard,
-                effect,
-                m.ctx.clone(),
-                m.record.clone(),
-            ))
-        })
-        .flatten()
-    else {
+    let Some((config, guard, effect, ctx, record)) = rt.plugin(|s| {
+        let m = s.mounts.get_mut(id)?;
+        let effect = if m.config.inbox.enabled {
+            None
+        } else {
+            m.inbox_effect.take()
+        };
+        Some((
+            m.config.inbox,
+            m.inbox_guard,
+            effect,
+            m.ctx.clone(),
+            m.record.clone(),
+        ))
+    }) else {
         return Ok(());
     };
     if let Some(effect) = effect {
@@ -336,28 +330,18 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
     let none = JsValue::UNDEFINED;
     Ok(match role {
         Role::Reports => read(rt, id, Array::new().into(), |m| {
-            Some(to_js(
-                &m.inspect_ledger
-                    .try_borrow()
-                    .ok()?
-                    .records()
-                    .collect::<Vec<_>>(),
-            ))
+            shared(&m.inspect_ledger, |l| {
+                to_js(&l.records().collect::<Vec<_>>())
+            })
         }),
         Role::Violations => read(rt, id, Array::new().into(), |m| {
-            Some(to_js(
-                &m.inbox_ledger
-                    .try_borrow()
-                    .ok()?
-                    .records()
-                    .collect::<Vec<_>>(),
-            ))
+            shared(&m.inbox_ledger, |l| to_js(&l.records().collect::<Vec<_>>()))
         }),
         Role::InspectCounts => read(rt, id, to_js(&InspectCounts::default()), |m| {
-            Some(to_js(m.inspect_ledger.try_borrow().ok()?.counts()))
+            shared(&m.inspect_ledger, |l| to_js(l.counts()))
         }),
         Role::InboxCounts => read(rt, id, to_js(&InboxCounts::default()), |m| {
-            Some(to_js(m.inbox_ledger.try_borrow().ok()?.counts()))
+            shared(&m.inbox_ledger, |l| to_js(l.counts()))
         }),
         Role::InspectReset => {
             with_ledgers(rt, id, |inspect, _| inspect.reset());
@@ -366,10 +350,8 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
         Role::InboxReset => {
             with_ledgers(rt, id, |_, inbox| inbox.reset());
             let sightings = rt.plugin(|s| s.mounts.get(id).map(|m| m.sightings.clone()));
-            if let Some(Ok(mut sightings)) =
-                sightings.flatten().as_ref().map(|s| s.try_borrow_mut())
-            {
-                sightings.reset();
+            if let Some(sightings) = sightings {
+                exclusive(&sightings, |s| s.reset());
             }
             none
         }
@@ -386,9 +368,7 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
                 .into()
         }
         Role::InboxDispose => {
-            let guard = rt
-                .plugin(|s| s.mounts.get_mut(id)?.inbox_guard.take())
-                .flatten();
+            let guard = rt.plugin(|s| s.mounts.get_mut(id)?.inbox_guard.take());
             if let Some(guard) = guard {
                 inbox::dispose(rt, guard);
             }
@@ -417,16 +397,9 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
     })
 }
 
-/// `f` of a live mount; `empty` for a mount that is gone (disposed) or records that are busy.
-fn read(
-    rt: &Runtime,
-    id: u32,
-    empty: JsValue,
-    f: impl FnOnce(&Mount) -> Option<JsValue>,
-) -> JsValue {
-    rt.plugin(|s| s.mounts.get(id).and_then(f))
-        .flatten()
-        .unwrap_or(empty)
+/// `f` of a live mount; `empty` for a mount that is gone (disposed).
+fn read(rt: &Runtime, id: u32, empty: JsValue, f: impl FnOnce(&Mount) -> JsValue) -> JsValue {
+    rt.plugin(|s| s.mounts.get(id).map(f)).unwrap_or(empty)
 }
 
 fn with_ledgers(
@@ -434,37 +407,30 @@ fn with_ledgers(
     id: u32,
     f: impl FnOnce(&mut Ledger<InspectReport>, &mut Ledger<Violation>),
 ) {
-    let ledgers = rt
-        .plugin(|s| {
-            let m = s.mounts.get(id)?;
-            Some((m.inspect_ledger.clone(), m.inbox_ledger.clone()))
-        })
-        .flatten();
+    let ledgers = rt.plugin(|s| {
+        let m = s.mounts.get(id)?;
+        Some((m.inspect_ledger.clone(), m.inbox_ledger.clone()))
+    });
     if let Some((inspect, inbox)) = ledgers {
-        if let (Ok(mut a), Ok(mut b)) = (inspect.try_borrow_mut(), inbox.try_borrow_mut()) {
-            f(&mut a, &mut b);
-        }
+        exclusive(&inspect, |a| exclusive(&inbox, |b| f(a, b)));
     }
 }
 
 fn install_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
-    let Some((config, ctx, records, create, warn, owner)) = rt
-        .plugin(|s| {
-            let m = s.mounts.get(id)?;
-            Some((
-                m.config.inbox,
-                m.ctx.clone(),
-                inbox::Records {
-                    ledger: m.inbox_ledger.clone(),
-                    sightings: m.sightings.clone(),
-                },
-                m.create_user_message.clone(),
-                m.warn.clone(),
-                m.record.clone(),
-            ))
-        })
-        .flatten()
-    else {
+    let Some((config, ctx, records, create, warn, owner)) = rt.plugin(|s| {
+        let m = s.mounts.get(id)?;
+        Some((
+            m.config.inbox,
+            m.ctx.clone(),
+            inbox::Records {
+                ledger: m.inbox_ledger.clone(),
+                sightings: m.sightings.clone(),
+            },
+            m.create_user_message.clone(),
+            m.warn.clone(),
+            m.record.clone(),
+        ))
+    }) else {
         return Ok(());
     };
     let on = bound_on(&ctx);
@@ -489,10 +455,7 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
     let Some(registry) = get(sub, "cordisInspect").map(|r| original_of(&r)) else {
         return;
     };
-    let Some(record) = rt
-        .plugin(|s| s.mounts.get(mount).map(|m| m.record.clone()))
-        .flatten()
-    else {
+    let Some(record) = rt.plugin(|s| s.mounts.get(mount).map(|m| m.record.clone())) else {
         return;
     };
     let id = rt.next_id();
@@ -527,34 +490,28 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
 /// installed while the inspect half is enabled (a live config change reaches it
 /// in place), and the provider registered while either half is.
 fn fit(rt: &Runtime, id: u32) {
-    let Some((mount, registry, sub, guard, registered)) = rt
-        .plugin(|s| {
-            let a = s.attachments.get(id)?;
-            Some((
-                a.mount,
-                a.registry.clone(),
-                a.sub.clone(),
-                a.guard,
-                a.unregister.is_some(),
-            ))
-        })
-        .flatten()
-    else {
+    let Some((mount, registry, sub, guard, registered)) = rt.plugin(|s| {
+        let a = s.attachments.get(id)?;
+        Some((
+            a.mount,
+            a.registry.clone(),
+            a.sub.clone(),
+            a.guard,
+            a.unregister.is_some(),
+        ))
+    }) else {
         return;
     };
-    let Some((config, ledger, warn, validate, record)) = rt
-        .plugin(|s| {
-            let m = s.mounts.get(mount)?;
-            Some((
-                m.config,
-                m.inspect_ledger.clone(),
-                m.warn.clone(),
-                m.validate.clone(),
-                m.record.clone(),
-            ))
-        })
-        .flatten()
-    else {
+    let Some((config, ledger, warn, validate, record)) = rt.plugin(|s| {
+        let m = s.mounts.get(mount)?;
+        Some((
+            m.config,
+            m.inspect_ledger.clone(),
+            m.warn.clone(),
+            m.validate.clone(),
+            m.record.clone(),
+        ))
+    }) else {
         return;
     };
     let say = |text: &str| {
@@ -587,12 +544,9 @@ fn fit(rt: &Runtime, id: u32) {
                         m.inspect_guards.push(guard);
                     }
                 }),
-                Ok(None) => None,
-                Err(error) => {
-                    say(&format!("inspect half not installed: {error}"));
-                    None
-                }
-            };
+                Ok(None) => {}
+                Err(error) => say(&format!("inspect half not installed: {error}")),
+            }
         }
         (false, Some(guard)) => uninstall_inspect(rt, id, mount, guard),
         (false, None) => {}
@@ -616,9 +570,7 @@ fn fit(rt: &Runtime, id: u32) {
             });
         }
         (false, true) => {
-            let unregister = rt
-                .plugin(|s| s.attachments.get_mut(id)?.unregister.take())
-                .flatten();
+            let unregister = rt.plugin(|s| s.attachments.get_mut(id)?.unregister.take());
             if let Some(unregister) = unregister {
                 let _ = unregister.call0(&JsValue::UNDEFINED);
                 release(&record, &unregister);
@@ -642,7 +594,7 @@ fn uninstall_inspect(rt: &Runtime, id: u32, mount: u32, guard: u32) {
 }
 
 fn detach(rt: &Runtime, id: u32) {
-    let Some(attachment) = rt.plugin(|s| s.attachments.remove(id)).flatten() else {
+    let Some(attachment) = rt.plugin(|s| s.attachments.remove(id)) else {
         return;
     };
     rt.plugin(|s| {
@@ -655,9 +607,8 @@ fn detach(rt: &Runtime, id: u32) {
     }
     if let Some(unregister) = attachment.unregister {
         let _ = unregister.call0(&JsValue::UNDEFINED);
-        if let Some(record) = rt
-            .plugin(|s| s.mounts.get(attachment.mount).map(|m| m.record.clone()))
-            .flatten()
+        if let Some(record) =
+            rt.plugin(|s| s.mounts.get(attachment.mount).map(|m| m.record.clone()))
         {
             release(&record, &unregister);
         }
@@ -723,15 +674,21 @@ fn with_status<R>(
     f: impl FnOnce(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> R,
 ) -> Option<R> {
     let faults = faults();
-    let in_flight = rt.inspect(|s| s.in_flight()).unwrap_or(0);
+    let in_flight = rt.inspect(|s| s.in_flight());
     rt.plugin(|s| {
         let m = s.mounts.get(mount)?;
         let inspect_config = m
             .inspect_guards
             .first()
             .and_then(|g| inspect::config_of(rt, *g));
-        let inspect = m.inspect_ledger.try_borrow().ok()?;
-        let inbox = m.inbox_ledger.try_borrow().ok()?;
+        let inspect = m
+            .inspect_ledger
+            .try_borrow()
+            .unwrap_or_else(|_| super::fault::broken());
+        let inbox = m
+            .inbox_ledger
+            .try_borrow()
+            .unwrap_or_else(|_| super::fault::broken());
         let status = Status {
             version: env!("CARGO_PKG_VERSION"),
             failed: None,
@@ -747,7 +704,6 @@ fn with_status<R>(
         };
         Some(f(&status, &inspect, &inbox))
     })
-    .flatten()
 }
 
 /// A service's `status()`: what the provider's `status` answers.
@@ -804,10 +760,7 @@ fn register_command(rt: &Runtime, mount: u32, sub: &JsValue) {
     let Some(commands) = get(sub, "commands") else {
         return;
     };
-    let Some(record) = rt
-        .plugin(|s| s.mounts.get(mount).map(|m| m.record.clone()))
-        .flatten()
-    else {
+    let Some(record) = rt.plugin(|s| s.mounts.get(mount).map(|m| m.record.clone())) else {
         return;
     };
     let none = JsValue::UNDEFINED;
@@ -824,7 +777,7 @@ fn register_command(rt: &Runtime, mount: u32, sub: &JsValue) {
     match get_fn(&commands, "register").map(|r| r.call1(&commands, &definition)) {
         Some(Ok(disposer)) => hold(&record, &disposer),
         Some(Err(error)) => {
-            let warn = rt.plugin(|s| s.mounts.get(mount)?.warn.clone()).flatten();
+            let warn = rt.plugin(|s| s.mounts.get(mount)?.warn.clone());
             if let Some(warn) = warn {
                 let reason = get_string(&error, "message").unwrap_or_else(|| "refused".into());
                 emit(

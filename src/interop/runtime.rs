@@ -13,7 +13,7 @@
 //! faulted one made forwards.
 //!
 //! One timer serves every deadline: a Node `Timeout` held on the JavaScript side
-//! (`armTimer`, `idleTimer`), armed for the earliest due flight, never longer than
+//! (`armTimer`, `clearTimer`), armed for the earliest due flight, never longer than
 //! [`MAX_SLEEP_MS`], so most arms ask for the same delay and refresh the timer
 //! instead of making a new one; let go (unref'd) when nothing waits. While a
 //! guarded query waits it is ref'd, so a process whose only work is that query
@@ -24,7 +24,18 @@
 //! The recovery after a fault waits on a gloo [`Timeout`] owned by the fresh
 //! instance's runtime (dropping it clears it): armed once per fault, off every
 //! per-query path, where a timer made and cleared per call measurably cost
-//! (a Node `Timeout` refreshed costs a tenth of one made and cleared).
+//! (a Node `Timeout` refreshed costs a tenth of one made and cleared). Its
+//! callback only tells the JavaScript side (`recoveryDue`): the recovery may
+//! replace this instance, so it runs once the callback's frame is gone.
+//!
+//! The state is in `RefCell`s, and no call into JavaScript is made while one is
+//! borrowed (JavaScript may call straight back in: cordis runs an effect's body
+//! inside `ctx.effect`, the host's splice emits a `session/event` the observer
+//! takes). A borrow conflict is therefore a broken invariant, never a state to
+//! work around: it traps ([`exclusive`]), and the guard fails open and recovers
+//! as on any fault, instead of going on with a step skipped (a deadline tick
+//! that ended nothing and never re-armed would leave every waiting query
+//! waiting for good).
 
 use std::cell::{Cell, RefCell};
 
@@ -36,7 +47,7 @@ use wasm_bindgen::JsCast;
 use super::fault::{self, Point};
 use super::{
     arm_timer, clear_timer, configure, inbox, inspect, make_insert_observer, make_method,
-    make_pre_step, monotonic_now, plugin, raise, recover, to_js_error,
+    make_pre_step, monotonic_now, plugin, raise, recovery_due, to_js_error,
 };
 use crate::error::Error;
 use crate::recovery::Plan;
@@ -160,14 +171,36 @@ impl Role {
             Role::PreStep => Point::PreStep,
             Role::Created => Point::Created,
             Role::SessionEvent => Point::SessionEvent,
-            _ => Point::Plugin,
+            Role::Records
+            | Role::RecordsDispose
+            | Role::Inbox
+            | Role::InboxDispose
+            | Role::Registry
+            | Role::Attach
+            | Role::Detach
+            | Role::Commands
+            | Role::Uninstall
+            | Role::Update
+            | Role::ConfigCheck
+            | Role::Settings
+            | Role::SettingsChange => Point::Effect,
+            Role::Reports
+            | Role::InspectCounts
+            | Role::InspectReset
+            | Role::Violations
+            | Role::InboxCounts
+            | Role::InboxReset
+            | Role::Status
+            | Role::Provider
+            | Role::Command => Point::Service,
         }
     }
 }
 
 type Dispatch = dyn Fn(u32, JsValue, JsValue, Array) -> JsValue;
-/// `(token, batch, split, nextTurn, codes, flags, session) → 1 to claim again, else 0`.
-type Claim = dyn Fn(u32, JsValue, f64, f64, Vec<u32>, u32, Option<String>) -> u32;
+/// `(token, batch, split, nextTurn, codes, flags, session) → whether to claim again`
+/// (`flags`: [`inbox::flag`]).
+type Claim = dyn Fn(u32, JsValue, f64, f64, Vec<u32>, u32, Option<String>) -> bool;
 type Begin = dyn Fn(u32, f64, bool) -> f64;
 
 /// The runtime of this instance; reached through [`with`].
@@ -207,6 +240,15 @@ struct Entries {
 /// derived `Serialize` of the same fields was).
 fn constants() -> JsValue {
     let failed_message = Error::GuardFailed.to_string();
+    let bound = crate::recovery::bound_text();
+    let gave_up_line = format!(
+        "it recovered {bound} and faulted again, so it stays down (every wrapper forwards) \
+         until the process restarts"
+    );
+    let refusal_message = format!(
+        "harness-guard recovered {bound} and faulted again: it is not mounted again until \
+         the process restarts"
+    );
     let texts: [(&str, &str); 17] = [
         ("nextStep", "nextStep"),
         ("nextTurnList", "nextTurn"),
@@ -225,28 +267,47 @@ fn constants() -> JsValue {
              method it replaced and waiting client queries were cancelled",
         ),
         ("recoversLine", "it recovers on a fresh instance"),
-        (
-            "gaveUpLine",
-            "it recovered 5 times in 10 minutes and faulted again, so it stays down (every \
-             wrapper forwards) until the process restarts",
-        ),
+        ("gaveUpLine", &gave_up_line),
         (
             "recoveredLine",
             "harness-guard recovered on a fresh instance: both halves are guarding again",
         ),
         ("refusalCode", Error::StoodDown.code()),
-        (
-            "refusalMessage",
-            "harness-guard recovered 5 times in 10 minutes and faulted again: it is not \
-             mounted again until the process restarts",
-        ),
+        ("refusalMessage", &refusal_message),
     ];
     let object = js_sys::Object::new();
     for (key, text) in texts {
         let _ = js_sys::Reflect::set(&object, &JsValue::from_str(key), &JsValue::from_str(text));
     }
-    let code = JsValue::from(crate::inbox::MESSAGE_CODE);
-    let _ = js_sys::Reflect::set(&object, &JsValue::from_str("messageCode"), &code);
+    let numbers = |entries: &[(&str, u32)]| {
+        let table = js_sys::Object::new();
+        for (key, n) in entries {
+            let _ = js_sys::Reflect::set(&table, &JsValue::from_str(key), &JsValue::from(*n));
+        }
+        JsValue::from(table)
+    };
+    for (key, value) in [
+        ("messageCode", JsValue::from(crate::inbox::MESSAGE_CODE)),
+        (
+            "claimFlags",
+            numbers(&[
+                ("foreign", inbox::flag::FOREIGN),
+                ("forTurn", inbox::flag::FOR_TURN),
+                ("unread", inbox::flag::UNREAD),
+                ("clean", inbox::flag::CLEAN),
+            ]),
+        ),
+        (
+            "repair",
+            numbers(&[
+                ("repaired", inbox::Repair::Repaired as u32),
+                ("refused", inbox::Repair::Refused as u32),
+                ("unmade", inbox::Repair::Unmade as u32),
+            ]),
+        ),
+    ] {
+        let _ = js_sys::Reflect::set(&object, &JsValue::from_str(key), &value);
+    }
     object.into()
 }
 
@@ -288,11 +349,11 @@ impl Runtime {
                         split: (split >= 0.0).then(|| super::to_index(split)),
                         next_turn: super::to_index(next_turn),
                         codes: inbox::Codes::of(codes, flags),
-                        foreign: flags & 1 != 0,
-                        for_turn: flags & 2 != 0,
+                        foreign: flags & inbox::flag::FOREIGN != 0,
+                        for_turn: flags & inbox::flag::FOR_TURN != 0,
                         session,
                     };
-                    u32::from(inbox::claim(rt, token >> ROLE_BITS, claimed))
+                    inbox::claim(rt, token >> ROLE_BITS, claimed)
                 })
             },
         );
@@ -306,7 +367,11 @@ impl Runtime {
         });
         let tick = Closure::<dyn Fn() -> Array>::new(|| {
             fault::check(Point::Tick);
-            with(inspect::tick)
+            with(|rt| {
+                #[cfg(feature = "fault-injection")]
+                let _held = fault::conflict(&rt.inspect_state);
+                inspect::tick(rt)
+            })
         });
         configure(
             &constants(),
@@ -345,47 +410,33 @@ impl Runtime {
         }
     }
 
-    /// Run `f` on the inspect guards and their flights. `None` when the state is
-    /// already borrowed: JavaScript called back in while Rust was using it, and
-    /// the caller falls back to doing nothing (never to a panic).
-    pub(super) fn inspect<R>(&self, f: impl FnOnce(&mut inspect::State) -> R) -> Option<R> {
-        self.inspect_state
-            .try_borrow_mut()
-            .ok()
-            .map(|mut s| f(&mut s))
+    /// Run `f` on the inspect guards and their flights (see [`exclusive`]).
+    pub(super) fn inspect<R>(&self, f: impl FnOnce(&mut inspect::State) -> R) -> R {
+        exclusive(&self.inspect_state, f)
     }
 
-    /// Run `f` on the inbox guards; `None` when already borrowed (see [`Runtime::inspect`]).
-    pub(super) fn inbox<R>(&self, f: impl FnOnce(&mut inbox::State) -> R) -> Option<R> {
-        self.inbox_state
-            .try_borrow_mut()
-            .ok()
-            .map(|mut s| f(&mut s))
+    /// Run `f` on the inbox guards (see [`exclusive`]).
+    pub(super) fn inbox<R>(&self, f: impl FnOnce(&mut inbox::State) -> R) -> R {
+        exclusive(&self.inbox_state, f)
     }
 
-    /// Run `f` on the plugin's mounts; `None` when already borrowed (see [`Runtime::inspect`]).
-    pub(super) fn plugin<R>(&self, f: impl FnOnce(&mut plugin::State) -> R) -> Option<R> {
-        self.plugin_state
-            .try_borrow_mut()
-            .ok()
-            .map(|mut s| f(&mut s))
+    /// Run `f` on the plugin's mounts (see [`exclusive`]).
+    pub(super) fn plugin<R>(&self, f: impl FnOnce(&mut plugin::State) -> R) -> R {
+        exclusive(&self.plugin_state, f)
     }
 
     /// Whether a warn line about `session` may be written now (see [`LogBound`]),
     /// with the notice that goes with it.
     pub(super) fn admit_line(&self, session: &str) -> crate::throttle::Admit {
-        self.log_bound
-            .try_borrow_mut()
-            .map_or(crate::throttle::Admit::Write { left_out: 0 }, |mut b| {
-                b.admit(session, monotonic_now())
-            })
+        exclusive(&self.log_bound, |b| b.admit(session, monotonic_now()))
     }
 
-    /// A fresh id for a guard, a mount or an attachment.
+    /// A fresh id for a guard, a mount or an attachment: never 0 (no guard), and
+    /// small enough to leave room for a role in a token.
     pub(super) fn next_id(&self) -> u32 {
         let id = self.next_id.get();
         self.next_id
-            .set(id.wrapping_add(1).max(1) & (u32::MAX >> ROLE_BITS));
+            .set(crate::idmap::next_id(id, u32::MAX >> ROLE_BITS));
         id
     }
 
@@ -436,7 +487,6 @@ impl Runtime {
         match role {
             Role::Unbound => Ok(inspect::unbound(self, id, args)),
             Role::Refused => Ok(inspect::refused(self, id, previous, args)),
-            Role::Claim => forward(previous, this, args),
             Role::PreStep => {
                 inbox::pre_step(self, id, &args.get(0));
                 none
@@ -494,7 +544,7 @@ impl Runtime {
     /// Whether the deadline timer is set and keeps the process alive (a flight
     /// waits), for tests and diagnostics.
     pub(super) fn timer_armed(&self) -> bool {
-        self.timer_set() && self.inspect(|s| s.in_flight() > 0) == Some(true)
+        self.timer_set() && self.inspect(|s| s.in_flight() > 0)
     }
 
     /// Whether the deadline timer is set at all (between queries it stays set,
@@ -503,32 +553,45 @@ impl Runtime {
         self.armed_for.get().is_some()
     }
 
-    /// Wait `after_ms`, then recover (the supervisor applies every live mount again).
+    /// Wait `after_ms`, then recover (the supervisor applies every live mount
+    /// again, once this timer's callback returned).
     pub(super) fn schedule_recovery(&self, after_ms: f64) {
-        // A backoff is at most a minute: well inside a u32 of ms.
+        // A backoff is at most LONGEST_BACKOFF_MS (16 s): well inside a u32 of ms.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let delay = after_ms.clamp(0.0, crate::recovery::MAX_BACKOFF_MS) as u32;
+        let delay = after_ms.clamp(0.0, crate::recovery::LONGEST_BACKOFF_MS) as u32;
         let timeout = Timeout::new(delay, || {
-            // Taken off first: the recovery may replace this instance.
-            with(|rt| drop(rt.recovery.try_borrow_mut().ok().and_then(|mut r| r.take())));
-            recover();
+            // The timer fired: it is no longer wanted. Dropped after the borrow.
+            let fired = with(|rt| exclusive(&rt.recovery, Option::take));
+            drop(fired);
+            recovery_due();
         });
-        let old = self
-            .recovery
-            .try_borrow_mut()
-            .ok()
-            .and_then(|mut r| r.replace(timeout));
+        let old = exclusive(&self.recovery, |r| r.replace(timeout));
         drop(old);
     }
 
     /// The recovery is no longer wanted (the last mount went away, or one recovers now).
     pub(super) fn cancel_recovery(&self) {
-        let old = self
-            .recovery
-            .try_borrow_mut()
-            .ok()
-            .and_then(|mut r| r.take());
+        let old = exclusive(&self.recovery, Option::take);
         drop(old);
+    }
+}
+
+/// `f` on the value in `cell`. No call into JavaScript is made while a cell is
+/// borrowed, so the cell is free whenever JavaScript calls in: a conflict is a
+/// broken invariant, and it traps (the guard fails open, reports the fault and
+/// recovers on a fresh instance) rather than skip the work.
+pub(super) fn exclusive<T, R>(cell: &RefCell<T>, f: impl FnOnce(&mut T) -> R) -> R {
+    match cell.try_borrow_mut() {
+        Ok(mut value) => f(&mut value),
+        Err(_) => fault::broken(),
+    }
+}
+
+/// `f` on the value in `cell`, read only (see [`exclusive`]).
+pub(super) fn shared<T, R>(cell: &RefCell<T>, f: impl FnOnce(&T) -> R) -> R {
+    match cell.try_borrow() {
+        Ok(value) => f(&value),
+        Err(_) => fault::broken(),
     }
 }
 
@@ -556,7 +619,7 @@ pub(super) fn forward(
 /// keeps the process alive, and whether it is set at all.
 pub fn in_flight() -> Array {
     with(|rt| {
-        let flights = rt.inspect(|s| s.in_flight()).unwrap_or(0);
+        let flights = rt.inspect(|s| s.in_flight());
         Array::of3(
             &JsValue::from(u32::try_from(flights).unwrap_or(u32::MAX)),
             &JsValue::from(rt.timer_armed()),

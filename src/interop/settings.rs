@@ -176,12 +176,10 @@ fn link(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(),
 
 /// End `mount`'s current link (its registration goes with its sub-fiber) and start a new one.
 fn relink(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(), Error> {
-    let old = rt
-        .plugin(|s| {
-            let id = s.settings.current.remove(mount)?;
-            s.settings.links.remove(id)?.handle
-        })
-        .flatten();
+    let old = rt.plugin(|s| {
+        let id = s.settings.current.remove(mount)?;
+        s.settings.links.remove(id)?.handle
+    });
     if let Some(old) = old {
         if let Some(dispose) = get_fn(&old, "dispose") {
             let _ = dispose.call0(&old);
@@ -197,7 +195,6 @@ fn current(rt: &Runtime, link: u32) -> Option<u32> {
         let mount = s.settings.links.get(link)?.mount;
         (s.settings.current.get(mount) == Some(&link)).then_some(mount)
     })
-    .flatten()
 }
 
 /// The settings service appeared in `sub`: register the namespace over the
@@ -288,12 +285,10 @@ fn row_edit(rt: &Runtime, mount: u32, config: &JsValue) -> Result<bool, Error> {
     // The current link, once the service appeared: its sub-context, and whether
     // the namespace is registered (a link still waiting for the service
     // registers over the row's config as it stands when the service comes).
-    let attached = rt
-        .plugin(|s| {
-            let link = s.settings.links.get(*s.settings.current.get(mount)?)?;
-            Some((link.sub.clone()?, link.registered))
-        })
-        .flatten();
+    let attached = rt.plugin(|s| {
+        let link = s.settings.links.get(*s.settings.current.get(mount)?)?;
+        Some((link.sub.clone()?, link.registered))
+    });
     let has_link = attached.is_some();
     let registered = attached.and_then(|(sub, registered)| registered.then_some(sub));
     let next: Config = match registered {

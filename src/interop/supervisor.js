@@ -2,16 +2,26 @@
 // whether the guard stood down, the mounts it must apply again, and recovery.
 //
 // A fault of the guard (a trap, an exception out of its code) stands it down
-// in JavaScript: every trampoline of the faulted instance forwards from then
-// on, and no call enters that instance again. The instance is replaced at once
-// by a fresh one of the same compiled module (wasm-bindgen's reset), which
-// holds nothing but the backoff timer of the recovery (a gloo `Timeout`, owned
-// by its runtime). When that fires, or a new mount arrives, every live mount is
+// in JavaScript at once: every trampoline of the faulted instance forwards from
+// then on, and no call enters that instance again. The instance is replaced by
+// a fresh one of the same compiled module (wasm-bindgen's reset), which holds
+// nothing but the backoff timer of the recovery (a gloo `Timeout`, owned by its
+// runtime). When that fires, or a new mount arrives, every live mount is
 // applied again on the fresh instance: the faulted instance's registrations
 // with cordis and the host are disposed (they are held here, per mount), its
 // patches are adopted by the fresh installs (re-pointed, never stacked), and
 // the guard is up. Whether to try again, and after how long, is Rust's rule
 // (`recoveryPlan`); this file only keeps the facts it needs.
+//
+// Calls into wasm nest: cordis runs an effect's body inside the `ctx.effect`
+// that `apply` makes, the host's splice emits a `session/event` the observer
+// takes while the pre-step entry runs. Every entry from JavaScript counts itself
+// in `life.depth` and calls `left()` on its way out. A fault below the top level
+// stands the guard down and leaves the replacement pending: the code of the
+// faulted instance still on the stack finishes against its own memory, and the
+// outermost exit (depth 0) replaces the instance, plans the recovery and says
+// so. The recovery timer's callback is itself a wasm frame, so it only queues
+// the recovery, which runs once that frame is gone.
 //
 // A mount record is what survives an instance: `{ kind, ctx, config, host,
 // logger, held, gen }` for a plugin mount (`kind: 'plugin'`), or `{ kind:
@@ -38,8 +48,12 @@ export const life = {
   tick: undefined,
   /** The constants of the current instance (set by `configure`). */
   K: undefined,
-  /** Set by helpers.js: end every flight, drop the deadline timer, flush queued lines. */
+  /** How many calls into wasm are on the stack now (see `left`). */
+  depth: 0,
+  /** Set by helpers.js: end every flight and drop the deadline timer. */
   standDown: () => {},
+  /** Set by helpers.js: what waits for the guard to leave wasm (queued lines and reports). */
+  atExit: () => {},
 }
 
 /** Longer than the policy's window (src/recovery.rs): recoveries older than this are forgotten. */
@@ -64,6 +78,24 @@ export function skewClock(ms) {
 let recoveryArmed = false
 /** The current standby instance faulted while its recovery timer waited. */
 let standbyFaulted = false
+/** The current instance faulted: replace it at the outermost exit from wasm. */
+let replaceDue = false
+/** The fault to say once the instance is replaced: `{ point, error, applying }`. */
+let unsaid
+/** Faults so far (a mount fails when its `apply` saw one, at any depth). */
+let faults = 0
+
+/**
+ * Leave a call into wasm (every entry's `finally`, after counting itself in
+ * `life.depth`). The outermost exit replaces a faulted instance, then flushes
+ * what waited for the guard to leave wasm.
+ */
+export function left() {
+  life.depth -= 1
+  if (life.depth !== 0) return
+  if (replaceDue) replaceFaulted()
+  life.atExit()
+}
 
 /** Take the plugin module's state: it enters the guard through `state.enter`. */
 export function bindShim(state) {
@@ -82,22 +114,49 @@ const isTrap = (error) => error instanceof WebAssembly.RuntimeError || error ins
  * fails the call.
  */
 function enter(point, call, logger) {
-  if (point === 'apply' && life.down) recover(logger)
-  if (point === 'apply' && life.down) throw stoodDown(life.K?.refusalMessage)
+  // A recovery replaces the instance: only with no wasm frame of the guard beneath.
+  if (point === 'apply' && life.down && life.depth === 0) recover(logger)
+  if (point === 'apply' && life.down) throw stoodDown(life.gaveUp ? life.K?.refusalMessage : undefined)
   const outer = opening
   opening = point === 'apply' ? [] : outer
+  const faultsBefore = faults
+  let failed
+  life.depth += 1
   try {
-    return call()
+    const value = call()
+    if (point !== 'apply' || faults === faultsBefore) return value
+    // A fault below this call (in an effect cordis ran inside `apply`) fails the mount too.
+    failed = failMount(undefined, logger)
   } catch (error) {
-    if (!isTrap(error)) throw error
-    const opened = opening ?? []
-    opening = undefined
-    for (const record of opened) abandon(record)
-    fail(point, error, logger)
-    throw stoodDown(`harness-guard stood down after an internal fault in ${point} (${describe(error)}); nothing was installed`)
+    if (point === 'apply' && (isTrap(error) || faults !== faultsBefore)) {
+      failed = failMount(error, logger)
+    } else if (!isTrap(error)) {
+      throw error
+    } else {
+      fail(point, error, logger)
+      failed = stoodDown(`harness-guard stood down after an internal fault in ${point} (${describe(error)})`)
+    }
   } finally {
     opening = outer
+    left()
   }
+  throw failed
+}
+
+/**
+ * The mount being applied saw a fault (`error`, a trap out of `apply` itself, or
+ * one below it, already handled where it came out of wasm): close every record
+ * it opened, so nothing of it stays, and return the error its caller gets.
+ */
+function failMount(error, logger) {
+  const opened = opening ?? []
+  opening = undefined
+  if (isTrap(error)) fail('apply', error, logger)
+  // The mount's logger hears of the fault, though the mount is gone.
+  if (unsaid !== undefined) unsaid.applying ??= logger
+  for (const record of opened) abandon(record)
+  const where = isTrap(error) ? `apply (${describe(error)})` : `${life.lastFault?.point}, inside apply`
+  return stoodDown(`harness-guard stood down after an internal fault in ${where}; nothing was installed`)
 }
 
 function stoodDown(message = 'harness-guard stood down after an internal fault') {
@@ -197,16 +256,18 @@ function warnProcess(text) {
 }
 
 /**
- * The guard faulted at `point`: stand down (once), end what waits, replace the
- * faulted instance by a fresh one that plans the recovery, and say so once:
- * through the cordis logger, and as a process warning.
+ * The guard faulted at `point` (called where the fault came out of wasm): stand
+ * down (once) and end what waits, at once. The faulted instance is replaced by
+ * a fresh one that plans the recovery at the outermost exit from wasm (`left`),
+ * which also says so once: through the cordis logger, and as a process warning.
  */
 export function fail(point, error, applying) {
+  faults += 1
   if (life.down) {
     // Only the standby instance can fault while the guard is down (it runs no guard
     // code): its recovery timer must fire before that instance is replaced.
-    standbyFaulted = recoveryArmed
-    if (!recoveryArmed) replaceAndPlan(applying)
+    if (recoveryArmed) standbyFaulted = true
+    else replaceDue = true
     return
   }
   life.down = true
@@ -214,14 +275,26 @@ export function fail(point, error, applying) {
   try {
     life.standDown()
   } catch {}
-  const K = life.K
-  const outcome = replaceAndPlan(applying)
-  const text = `${K?.failedLine ?? 'harness-guard stood down after an internal fault'} (in ${point}: ${describe(error)}); ${outcome}`
-  say('error', text, applying)
+  unsaid = { point, error, applying }
+  replaceDue = true
+}
+
+/** At the outermost exit: replace the faulted instance, plan the recovery, say what happened. */
+function replaceFaulted() {
+  replaceDue = false
+  const fault = unsaid
+  unsaid = undefined
+  const outcome = replaceAndPlan(fault?.applying)
+  if (fault === undefined) return
+  const text = `${life.K?.failedLine ?? 'harness-guard stood down after an internal fault'} (in ${fault.point}: ${describe(fault.error)}); ${outcome}`
+  say('error', text, fault.applying)
   warnProcess(text)
 }
 
-/** A fresh instance, asked whether and when to recover; returns what happens next, in words. */
+/**
+ * A fresh instance, asked whether and when to recover; returns what happens next,
+ * in words. Only with no wasm frame of the guard on the stack (depth 0).
+ */
 function replaceAndPlan(applying) {
   recoveryArmed = false
   standbyFaulted = false
@@ -249,17 +322,32 @@ function replaceAndPlan(applying) {
 function cancelRecovery() {
   if (!recoveryArmed || standbyFaulted) return
   recoveryArmed = false
+  life.depth += 1
   try {
     shim.wasm.cancelRecovery()
-  } catch {}
+  } catch {
+  } finally {
+    life.depth -= 1
+  }
 }
 
 /**
- * Apply every live mount again, on the fresh instance. Called by the recovery
- * timer, or by a new mount while the guard is down (`applying`: its logger).
+ * The recovery's backoff timer fired (called from its callback, a wasm frame of
+ * the instance a recovery may replace): recover once that frame is gone.
  */
-export function recover(applying) {
-  if (!life.down || life.gaveUp) return
+export function recoveryDue() {
+  queueMicrotask(() => {
+    if (mounts.size > 0) recover()
+  })
+}
+
+/**
+ * Apply every live mount again, on the fresh instance. Called once the recovery
+ * timer fired, or by a new mount while the guard is down (`applying`: its
+ * logger); never beneath a wasm frame of the guard.
+ */
+function recover(applying) {
+  if (!life.down || life.gaveUp || life.depth !== 0) return
   if (standbyFaulted) {
     // This call comes from the faulted standby's timer: replace it first.
     replaceAndPlan(applying)
@@ -274,14 +362,14 @@ export function recover(applying) {
   for (const record of [...mounts]) {
     for (const disposer of record.held.splice(0).reverse()) runDisposer(disposer)
     record.gen = life.gen
+    life.depth += 1
     try {
       shim.wasm.reapply(record)
     } catch (error) {
-      if (isTrap(error)) {
-        fail('apply', error, applying)
-        return
-      }
-      say('error', `harness-guard: a mount could not be applied again after the fault: ${describe(error)}`, applying)
+      if (isTrap(error)) fail('recover', error, applying)
+      else if (!life.down) say('error', `harness-guard: a mount could not be applied again after the fault: ${describe(error)}`, applying)
+    } finally {
+      left()
     }
     if (life.down) return
   }

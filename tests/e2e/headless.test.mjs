@@ -8,6 +8,7 @@ import { test } from 'node:test'
 import { GUARD_ID } from './support/dsh.mjs'
 import { byPrompt, callTool, promptOf, stepOf, textOf } from './support/fake-model.mjs'
 import { startFakeModel } from './support/fake-model.mjs'
+import { THEME } from './support/page.mjs'
 import { prepareHome, runTask } from './support/scenario.mjs'
 
 const BARE = 'a bare string from a plugin'
@@ -69,7 +70,7 @@ const FALSE_WARNING = /did not emit cordis\/inspect-query/
 const NOT_REGISTERED = 'Error: Client Cordis inspect provider "Theme" is not registered'
 
 async function fastFailRun({ guard, label }) {
-  const model = await startFakeModel(byPrompt({ [QUERY]: [callTool('cordis_inspect_query', { platform: 'client', provider: 'Theme', method: 'tokens' })] }))
+  const model = await startFakeModel(byPrompt({ [QUERY]: [callTool('cordis_inspect_query', { platform: 'client', ...THEME })] }))
   let home
   try {
     // The poisoned inbox is the tap's positive control: with the guard it

@@ -92,6 +92,19 @@ test('the command speaks of the asking session only, and escapes what producers 
   assert.ok(!theirs.includes('\u001b'), 'no raw control character in the text')
 })
 
+test('the command shows the latest 10 records of the session, oldest first', async (t) => {
+  const rig = await host(t)
+  const a = await rig.createAgent()
+  const registry = rig.ctx.get('cordisInspect')
+  const queries = Array.from({ length: 12 }, () => track(registry.query('client', 'Theme', 'listTokens', {}, a, new AbortController().signal)))
+  await Promise.all(queries.map((q) => q.done))
+  const ids = rig.ctx.get('inspectClientGuard').reports().map((r) => r.requestId)
+  assert.equal(ids.length, 12, 'the session has 12 reports')
+  const { text } = (await run(rig, a)).result
+  const shown = [...text.matchAll(/deadline Theme\.listTokens \(request (inspect-\d+)\)/g)].map((m) => m[1])
+  assert.deepEqual(shown, ids.slice(-10), 'the latest 10, oldest first')
+})
+
 test('disposing the guard removes the command', async (t) => {
   const rig = await createRig()
   t.after(() => rig.dispose())

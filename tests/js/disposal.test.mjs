@@ -20,8 +20,9 @@ import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, rmSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { catchingUncaught, CODES, loadGuard, registryFor, settleWithin, track } from './support/inspect-rig.mjs'
 import {
   activeTimeouts,
   BARE,
@@ -100,6 +101,12 @@ async function startHost(project, { guard }) {
     },
   }
   return host
+}
+
+/** The glue of the package installed in this rig (the one `loadGuard` imports). */
+async function rigGlue() {
+  const dir = dirname(fileURLToPath(import.meta.resolve('cordis-plugin-harness-guard/package.json')))
+  return import(pathToFileURL(join(dir, 'harness_guard.js')).href)
 }
 
 /** The guard's wasm glue as the loader loaded it (same URL, same module instance). */
@@ -224,6 +231,52 @@ function defineTests() {
     })
   })
 
+  // `onReport` is the user's code, called by the guard as queries end. Whatever it
+  // does (dispose the guard it reports for, throw), every query of the burst is
+  // ended and delivered: its caller settles and the registry keeps nothing.
+  describe('an onReport that disposes the guard, or throws', () => {
+    const BURST = 5
+    const DEADLINE_MS = 200
+    /** Long enough for a deadline of 200 ms on a busy machine; a query still waiting then hangs. */
+    const HANG_MS = DEADLINE_MS + 5000
+    const arms = {
+      'a plain onReport (control)': () => () => {},
+      'an onReport that calls dispose()': (state) => () => state.dispose(),
+      'an onReport that throws': () => () => { throw new Error('onReport failed') },
+    }
+    for (const [label, make] of Object.entries(arms)) {
+      test(`${BURST} queries at deadlineMs ${DEADLINE_MS} through installInspectClientGuard, ${label}: every caller settles, nothing stays pending`, async (t) => {
+        const rig = await registryFor(t)
+        const reports = []
+        const state = {}
+        const onReport = make(state)
+        const { api } = await loadGuard()
+        state.dispose = api.installInspectClientGuard(rig.svc, {
+          deadlineMs: DEADLINE_MS,
+          onReport: (report) => { reports.push(report); onReport(report) },
+        })
+        t.after(() => state.dispose())
+        let queries
+        const uncaught = await catchingUncaught(async () => {
+          queries = Array.from({ length: BURST }, () => rig.query())
+          const tracked = queries.map((q) => track(q.promise))
+          const ends = await Promise.all(tracked.map((q) => settleWithin(q, HANG_MS)))
+          assert.deepEqual(ends, Array(BURST).fill('settled'), 'every caller settled')
+          for (const [i, q] of tracked.entries()) {
+            assert.equal(q.status, 'rejected', `query ${i + 1}`)
+            assert.ok([CODES.deadline, CODES.disposed].includes(q.reason?.code), `query ${i + 1}: ${q.reason?.code}`)
+          }
+        })
+        assert.deepEqual(uncaught, [], 'nothing thrown out of the timer')
+        assert.equal(rig.raw.pending.size, 0, 'nothing pending in the registry')
+        for (const q of queries) assert.equal(rig.resolvedCount(q.requestId), 1, `${q.requestId}: resolved once`)
+        assert.equal(reports.length, BURST, 'one report per rejected query, each handed to onReport')
+        const [flights, held] = (await rigGlue()).inFlight()
+        assert.deepEqual([flights, held], [0, false], 'no flight left in the wasm runtime, and no deadline timer holding the process')
+      })
+    }
+  })
+
   describe('1,000 mount/dispose cycles with guarded traffic', () => {
     const CYCLES = Number(process.env.HG_DISPOSAL_CYCLES ?? 1000)
     const WARMUP = 50
@@ -255,6 +308,7 @@ function defineTests() {
       console.log(`[disposal] ${lines.join('\n[disposal] ')}`)
 
       const total = guarded.cycles + guarded.warmup
+      assert.equal(guarded.instanceCaught, true, 'the guard\'s WebAssembly instance was caught as it was made: the wasm figures are its own')
       assert.deepEqual(guarded.traffic, { answered: total, deadline: total, repaired: total }, 'every cycle carried guarded traffic')
       assert.deepEqual(control.traffic, { answered: total, deadline: 0, repaired: 0 }, 'control: without the guard no deadline fires and the bare string kills every turn')
       assert.ok(guarded.heap.growth < 5 * 2 ** 20, `JS heap growth ${mb(guarded.heap.growth)} < 5 MiB`)
@@ -267,6 +321,8 @@ function defineTests() {
     // minute (at most 4,096 of them): that, and nothing per mount, is what may grow.
     test(`${CYCLES} cycles: the wasm memory grows only by the log bound's windows of the last minute`, async () => {
       const [guarded] = await loops()
+      assert.equal(guarded.instanceCaught, true, 'the guard\'s WebAssembly instance was caught: its memory is what is measured')
+      assert.ok(guarded.wasm.start > 0)
       const growth = guarded.wasm.end - guarded.wasm.start
       assert.ok(growth <= WINDOWS_ALLOWANCE,
         `wasm memory grew from ${kb(guarded.wasm.start)} to ${kb(guarded.wasm.end)} over ${guarded.cycles} mount/dispose cycles `
@@ -278,6 +334,7 @@ function defineTests() {
       const cycles = Math.min(CYCLES, 200)
       const run = await runChild({ project, cycles, warmup: WARMUP, guard: true, gcEachCycle: true })
       t.diagnostic(`GC after every cycle, ${cycles} cycles: wasm ${kb(run.wasm.start)} -> ${kb(run.wasm.end)}, JS heap ${mb(run.heap.growth)}`)
+      assert.equal(run.instanceCaught, true, 'the guard\'s WebAssembly instance was caught: the wasm figures are its own')
       assert.equal(run.traffic.repaired, cycles + WARMUP)
       assert.ok(run.wasm.end - run.wasm.start <= WINDOWS_ALLOWANCE, `${kb(run.wasm.start)} -> ${kb(run.wasm.end)}`)
     })
@@ -397,6 +454,7 @@ async function runLoop({ project, cycles, warmup, guard, parts = ['answered', 'd
     cycles,
     warmup,
     msPerCycle: elapsed / cycles,
+    instanceCaught: instance !== undefined,
     heap: { start: start.heap, end: end.heap, growth: end.heap - start.heap, samples: samples.heap },
     wasm: { initial: initialWasm ?? 0, start: start.wasm, end: end.wasm, samples: samples.wasm },
     externrefs: { start: start.externrefs, end: end.externrefs },

@@ -1,16 +1,15 @@
 // What the guard echoes is safe: no control or bidi character in its log lines or
 // previews, and log lines bounded per session under a flood, on the real agent loop.
 //
-// CONTROL arms run the plain-JS guard of the same behaviour the benchmark compares
-// against, which echoes as the guard did before: the raw value in its preview and
-// log line, one line per bad entry. GUARDED arms mount the package and check its
-// lines, its records and what the model receives.
+// CONTROL arms run the same host without the guard: the hostile value kills the
+// turn before the model sees it, and nothing records or bounds anything. GUARDED
+// arms mount the package and check its lines, its records and what the model
+// receives; the bound on lines is checked against the guard's own lines below it.
 // Needs Node >= 22 (the real agent loop).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRig, createUserMessage, messageText, isClockMessage } from './support/agent-rig.mjs';
-import { installPlainInboxGuard } from './bench/plain-js-guard.mjs';
+import { createRig, messageText, isClockMessage } from './support/agent-rig.mjs';
 
 const HOSTILE = 'ok\u001b[2J\u001b[31m\nharness-guard: all clear, nothing repaired\r\n\u202etxt.exe';
 /** C0, DEL, C1 and the bidi controls the contract names. */
@@ -25,22 +24,16 @@ async function guarded(t, inbox = {}) {
 
 const guardLines = (rig) => rig.logs.filter((l) => l.name === 'harness-guard');
 
-test('control: a guard of the same behaviour without the escaping echoes the raw value into its preview and log line', async (t) => {
-  // The plain-JS guard the benchmark compares against: the same repair, previews as they were.
+test('control: without the guard the hostile value kills its turn; the model never receives it', async (t) => {
   const rig = await createRig({ timeContext: true });
   t.after(() => rig.dispose());
-  const lines = [];
-  const records = [];
-  const dispose = installPlainInboxGuard(rig.ctx, {
-    previewChars: 200, createUserMessage, warn: (text, violation) => { lines.push(text); records.push(violation); },
-  });
-  t.after(dispose);
   const agent = await rig.createAgent();
   agent.followup(HOSTILE);
   await rig.waitIdle(agent);
-  assert.ok(lines.length > 0, 'the violation is logged');
-  assert.ok(lines.some((line) => line.includes('\u202e')), 'the right-to-left override reaches the log line raw');
-  assert.ok(records.some((v) => RAW.test(v.preview)), 'raw control characters in the preview');
+  assert.equal(rig.turn(agent, 1).reason?.kind, 'error');
+  assert.match(rig.turn(agent, 1).reason.error.message, /reading 'kind'/);
+  assert.equal(rig.requests.length, 0, 'no model request');
+  assert.equal(rig.ctx.get('inboxInputGuard'), undefined, 'no records at all');
 });
 
 test('guarded: the warn line and the preview show escapes; the model receives the producer\'s text verbatim', async (t) => {
@@ -71,16 +64,23 @@ test('guarded: a preview keeps its bound on what the reader sees, never splittin
   }
 });
 
-test('control: without the bound, a guard of the same behaviour writes a line for every one of 500 bad entries', async (t) => {
-  const rig = await createRig({ timeContext: false });
-  t.after(() => rig.dispose());
-  const lines = [];
-  const dispose = installPlainInboxGuard(rig.ctx, { mode: 'quarantine', createUserMessage, warn: (text) => lines.push(text) });
-  t.after(dispose);
-  const agent = await rig.createAgent();
-  for (let i = 0; i < 500; i += 1) agent.inbox.splice('next-turn', Infinity, 0, [{ id: `bad-${i}`, not: 'a message' }]);
+/** `count` bad entries written into `agent`'s inbox one by one, then its turns run. */
+async function flood(rig, agent, count) {
+  for (let i = 0; i < count; i += 1) agent.inbox.splice('next-turn', Infinity, 0, [{ id: `${agent.id}-bad-${i}`, not: 'a message' }]);
   await rig.waitIdle(agent);
-  assert.ok(lines.length >= 500, `one line or more per bad entry: ${lines.length}`);
+}
+
+const LEFT_OUT = /further warn lines for session (\S+) are left out for the rest of the minute/;
+
+test('guarded: below the bound every bad entry gets its lines and nothing is left out', async (t) => {
+  const { rig, service } = await guarded(t, { mode: 'quarantine' });
+  const agent = await rig.createAgent();
+  await flood(rig, agent, 3);
+  const written = guardLines(rig);
+  const counts = service.counts();
+  assert.equal(counts.quarantined + counts.observed, written.length, 'one line per record');
+  assert.ok(written.length >= 3 && written.length < 20, `${written.length} lines`);
+  assert.deepEqual(written.filter((l) => LEFT_OUT.test(l.text)), [], 'no notice');
 });
 
 test('guarded: a flood of 500 bad entries in one session is counted exactly and writes at most a few dozen lines', async (t) => {
@@ -98,4 +98,18 @@ test('guarded: a flood of 500 bad entries in one session is counted exactly and 
   const written = guardLines(rig).slice(before);
   assert.ok(written.length <= 21, `at most 20 lines and the notice in the minute, got ${written.length}`);
   assert.ok(written.some((l) => /further warn lines for session .* are left out for the rest of the minute/.test(l.text)), 'one line says further lines are left out');
+});
+
+test('guarded: three sessions flooded at once are bounded each on their own, and every entry is counted', async (t) => {
+  const { rig, service } = await guarded(t, { mode: 'quarantine' });
+  const agents = [await rig.createAgent(), await rig.createAgent(), await rig.createAgent()];
+  await Promise.all(agents.map((agent) => flood(rig, agent, 60)));
+  const records = service.violations();
+  for (const agent of agents) {
+    const mine = records.filter((v) => v.sessionId === agent.id);
+    assert.ok(mine.length >= 60, `session ${agent.id}: every entry recorded (${mine.length})`);
+    const lines = guardLines(rig).filter((l) => l.text.includes(agent.id));
+    assert.equal(lines.length, 21, `session ${agent.id}: 20 lines and the notice`);
+    assert.equal(lines.filter((l) => LEFT_OUT.exec(l.text)?.[1] === agent.id).length, 1, 'its own notice');
+  }
 });

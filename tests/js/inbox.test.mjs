@@ -450,6 +450,80 @@ test('guarded: a pending bare string is repaired in place through inbox.splice',
   assertCountsMatch(service);
 });
 
+/** An inbox `splice` that refuses every in-place edit (a replacement or removal of one entry). */
+function refusingEdits(inbox) {
+  inbox.splice = function splice(target, start, deleteCount, inserted) {
+    if (deleteCount === 1) throw new Error('pending edits are refused here');
+    return Inbox.prototype.splice.call(this, target, start, deleteCount, inserted);
+  };
+}
+
+const COULD_NOT_FIX = /could not fix pending inbox entry next-turn\[0\] of session .*: Error: pending edits are refused here/;
+
+test('guarded: a pending entry the inbox will not let the guard fix is said in a warn line, recorded observed, and repaired at its claim', async (t) => {
+  const { rig, service } = await guardedRig(t);
+  const agent = await rig.createAgent();
+  const gate = rig.model.hold();
+  agent.followup(userMessage('first'));
+  await gate.reached;
+  agent.followup(userMessage('second'));
+  agent.followup(BARE);
+  refusingEdits(agent.inbox);
+  gate.release();
+  await rig.waitIdle(agent);
+  const lines = rig.logs.filter((l) => l.name === 'harness-guard' && COULD_NOT_FIX.test(l.text));
+  assert.equal(lines.length, 1, `the warn line: ${JSON.stringify(rig.logs.map((l) => l.text))}`);
+  const pending = service.violations().filter((v) => v.origin === 'pending');
+  assert.equal(pending.length, 1);
+  assert.equal(pending[0].action, 'observed', 'left as it was, and recorded so');
+  for (const turn of [1, 2, 3]) assert.deepEqual(rig.turn(agent, turn).reason, { kind: 'completed' }, `turn ${turn}`);
+  assert.deepEqual(rendered(rig.requests[2]), [BARE, 'CLOCK'], 'repaired when claimed');
+});
+
+test('guarded: where the inbox lets the guard fix a pending entry, no such warn line', async (t) => {
+  const { rig, service } = await guardedRig(t);
+  const agent = await rig.createAgent();
+  await queueBehindRunningTurn(rig, agent, userMessage('second'), BARE);
+  assert.deepEqual(service.violations().filter((v) => v.origin === 'pending').map((v) => v.action), ['repaired']);
+  assert.deepEqual(rig.logs.filter((l) => /could not fix/.test(l.text)), []);
+});
+
+test('guarded: the latest 1,000 violations are kept, oldest first, while counts() counts every one', async (t) => {
+  const { rig, service } = await guardedRig(t, { mode: 'report' });
+  const agent = await rig.createAgent();
+  const bad = Array.from({ length: 1005 }, (_, i) => ({ id: `bad-${i}`, not: 'a message' }));
+  agent.inbox.splice('next-turn', Infinity, 0, bad);
+  assert.deepEqual({ ...service.counts() }, { repaired: 0, quarantined: 0, observed: 1005 }, 'every value is counted');
+  const kept = service.violations();
+  assert.equal(kept.length, 1000);
+  assert.deepEqual(kept.map((v) => JSON.parse(v.preview).id), bad.slice(5).map((v) => v.id), 'the five oldest made way');
+  assert.deepEqual(kept.map((v) => v.index), bad.slice(5).map((_, i) => i + 5), 'each at its own place');
+});
+
+test('control: inbox.enabled = true wraps claim at agent/created', async (t) => {
+  const { rig } = await guardedRig(t);
+  const agent = await rig.createAgent();
+  assert.equal(Object.hasOwn(agent.inbox, 'claim'), true);
+});
+
+test('guarded: inbox.enabled = false installs nothing of the inbox half: nothing wrapped, recorded or repaired', async (t) => {
+  const guard = await loadGuard();
+  const rig = await createRig({ timeContext: true, plugin: guard, pluginConfig: { inspect: { enabled: false }, inbox: { enabled: false } } });
+  t.after(() => rig.dispose());
+  const crashed = await rig.createAgent();
+  const agent = await rig.createAgent();
+  assert.equal(Object.hasOwn(agent.inbox, 'claim'), false, 'no claim wrapper at agent/created');
+  crashed.followup(BARE);
+  await rig.waitIdle(crashed);
+  assertKindCrash(rig, crashed, 1);
+  assert.equal(Object.hasOwn(crashed.inbox, 'claim'), false, 'no claim wrapper at the pre-step either');
+  agent.inbox.splice('next-turn', Infinity, 0, [{ id: 'bad-0', not: 'a message' }]);
+  const service = rig.ctx.get('inboxInputGuard');
+  assert.deepEqual({ ...service.counts() }, { repaired: 0, quarantined: 0, observed: 0 }, 'no observer of durable writes');
+  assert.deepEqual(service.violations(), []);
+  assert.equal(service.status().inbox.installed, false);
+});
+
 // ---------------------------------------------------------------------------
 // An object with an id but no role/content/source
 // ---------------------------------------------------------------------------

@@ -269,7 +269,7 @@ describe('page refusal (ok: false)', () => {
     const after = Date.now();
     assertGuardError(tracked.reason, CODES.refused);
     assert.ok(after - refusedAt >= 50 - SLACK, 'not before the grace ends');
-    assert.ok(after - refusedAt < LONG / 2, `within the grace, not at the deadline (${after - refusedAt}ms)`);
+    assert.ok(after - refusedAt < LONG, `within the grace, not at the deadline (${after - refusedAt}ms)`);
     const { message } = tracked.reason;
     assert.ok(message.includes(refusal.reason), `the message carries the reason verbatim: ${message}`);
     assert.ok(message.includes(refusal.message), `the message carries the page's message verbatim: ${message}`);
@@ -1081,8 +1081,9 @@ describe('faults', () => {
     const start = Date.now();
     const fastQuery = fast.query().promise.catch((error) => { order.push(['fast', error.code, Date.now() - start]); });
     await Promise.all([slowQuery, fastQuery]);
+    // The order alone shows the 60 ms deadline did not wait for the 400 ms one.
     assert.deepEqual(order.map(([which, code]) => [which, code]), [['fast', CODES.deadline], ['slow', CODES.deadline]]);
-    assert.ok(order[0][2] < 300, `the 60 ms deadline fired at ${order[0][2]} ms, not with the 400 ms one`);
+    assert.ok(order[0][2] >= 60 - SLACK, `not before its own deadline (${order[0][2]} ms)`);
   });
 });
 
@@ -1160,11 +1161,11 @@ describe('config', () => {
     const tracked = track(q.promise);
     await sleep(60);
     assert.equal(tracked.status, 'pending', 'a maximal deadline is not clamped to 1 ms');
-    const refusedAt = Date.now();
     rig.answer(q.requestId, SEED_REFUSAL);
-    await tracked.done;
+    // A grace of 1000 ms would lose this race however busy the machine: timers
+    // fire in the order they fall due.
+    assert.equal(await settleWithin(tracked, 1000), 'settled', 'no grace');
     assertGuardError(tracked.reason, CODES.refused);
-    assert.ok(Date.now() - refusedAt < 1000, 'no grace');
     assertNothingLeft(rig, q, timers);
     await fiber.dispose();
   });
@@ -1196,11 +1197,9 @@ describe('config', () => {
     assertGuarded(rig);
     const q = rig.query();
     const tracked = track(q.promise);
-    const refusedAt = Date.now();
     rig.answer(q.requestId, SEED_REFUSAL);
-    await tracked.done;
+    assert.equal(await settleWithin(tracked, 900), 'settled', 'the grace is capped at the deadline, not 1000 ms');
     assertGuardError(tracked.reason, CODES.refused);
-    assert.ok(Date.now() - refusedAt < 900, 'the grace is capped at the deadline, not 1000 ms');
   });
 
   it('guarded: inspect.enabled = false installs nothing', async (t) => {
@@ -1239,6 +1238,100 @@ describe('the inspectClientGuard service', () => {
     const next = await outcome(() => rig.query().promise);
     assertGuardError(next.error, CODES.deadline, 'still guarded after reset()');
     assert.equal(service.counts().deadline, 1);
+  });
+});
+
+// ---------------------------------------------------------------------------
+describe('what the guard keeps and carries', () => {
+  /** `n` queries of this rig's session run to their deadline together; their request ids, in order. */
+  async function expireAll(rig, n) {
+    const queries = Array.from({ length: n }, () => rig.query());
+    const outcomes = await Promise.all(queries.map((q) => outcome(() => q.promise)));
+    for (const o of outcomes) assertGuardError(o.error, CODES.deadline);
+    return queries.map((q) => q.requestId);
+  }
+
+  it('guarded: the latest 1,000 reports are kept, oldest first, while counts() counts every one', async (t) => {
+    const rig = await registryFor(t);
+    const { service } = await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    const ids = await expireAll(rig, 1005);
+    assert.deepEqual(service.counts(), { ...EMPTY_COUNTS, deadline: 1005 }, 'every report is counted');
+    const kept = service.reports().map((report) => report.requestId);
+    assert.equal(kept.length, 1000);
+    assert.deepEqual(kept, ids.slice(5), 'the five oldest made way');
+  });
+
+  it('guarded: below the bound every report is kept', async (t) => {
+    const rig = await registryFor(t);
+    const { service } = await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    const ids = await expireAll(rig, 999);
+    assert.deepEqual(service.reports().map((report) => report.requestId), ids);
+  });
+
+  it("guarded: a page's reason and message reach the caller whole up to 4,096 characters each, cut after", async (t) => {
+    const rig = await registryFor(t);
+    await rig.mountGuard({ inspect: { deadlineMs: LONG, refusalGraceMs: 0 } });
+    const ask = async (reason, message) => {
+      const q = rig.query();
+      const tracked = track(q.promise);
+      rig.answer(q.requestId, { ok: false, reason, message });
+      await tracked.done;
+      assertGuardError(tracked.reason, CODES.refused);
+      return tracked.reason.message;
+    };
+    // The character at 4,096 differs from those before it, so a cut one too early or too late shows.
+    const reason = `${'r'.repeat(4095)}R${'s'.repeat(904)}`;
+    const message = `${'m'.repeat(4095)}M${'n'.repeat(904)}`;
+    const long = await ask(reason, message);
+    assert.ok(long.includes(`${reason.slice(0, 4096)}…: ${message.slice(0, 4096)}…`), 'the first 4,096 characters of each, whole, the cut marked');
+    assert.ok(!long.includes(reason.slice(0, 4097)), 'not one character of the reason more');
+    assert.ok(!long.includes(message.slice(0, 4097)), 'not one character of the message more');
+    const exact = await ask(reason.slice(0, 4096), message.slice(0, 4096));
+    assert.ok(exact.includes(`${reason.slice(0, 4096)}: ${message.slice(0, 4096)}.`), 'exactly 4,096 arrive whole, uncut');
+  });
+
+  /**
+   * A registry that goes on waiting without announcing its requests, as a host
+   * release that dropped `cordis/inspect-query` would: its context's `emit`
+   * leaves that one event out until the test ends. (The pinned host always announces.)
+   */
+  function silence(t, rig) {
+    const context = rig.raw.ctx;
+    const quiet = new Proxy(context, {
+      get(target, key) {
+        if (key !== 'emit') return Reflect.get(target, key);
+        return (name, ...args) => (name === 'cordis/inspect-query' ? undefined : target.emit(name, ...args));
+      },
+    });
+    Object.defineProperty(rig.raw, 'ctx', { value: quiet, configurable: true, writable: true });
+    t.after(() => Object.defineProperty(rig.raw, 'ctx', { value: context, configurable: true, writable: true }));
+  }
+  const UNANNOUNCED = /the registry did not emit cordis\/inspect-query while a client query went on waiting/;
+
+  it('control: an announced query that waits writes no announcement warning', async (t) => {
+    const rig = await registryFor(t);
+    await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    const q = rig.query();
+    assert.ok(q.requestId, 'the registry announced the request');
+    assertGuardError((await outcome(() => q.promise)).error, CODES.deadline);
+    assert.deepEqual(rig.logs.filter((l) => UNANNOUNCED.test(l.text)), []);
+  });
+
+  it('guarded: a query that goes on waiting unannounced is still guarded, and the warning is written once', async (t) => {
+    const rig = await registryFor(t);
+    silence(t, rig);
+    await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    // Through the raw instance: a call through a cordis read sees a shadow of its context.
+    const first = rig.query({ via: rig.raw });
+    const second = rig.query({ via: rig.raw });
+    assert.equal(first.requestId, undefined, 'nothing announced');
+    assert.equal(rig.raw.pending.size, 2, 'both wait in the registry');
+    const [a, b] = await Promise.all([outcome(() => first.promise), outcome(() => second.promise)]);
+    assertGuardError(a.error, CODES.deadline);
+    assertGuardError(b.error, CODES.deadline);
+    assert.equal(rig.raw.pending.size, 0, 'nothing left pending');
+    const warned = rig.logs.filter((l) => l.name === 'harness-guard' && UNANNOUNCED.test(l.text));
+    assert.equal(warned.length, 1, `once per guard: ${JSON.stringify(warned)}`);
   });
 });
 

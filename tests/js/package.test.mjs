@@ -50,6 +50,8 @@ const REQUIRED = [
   'README.md', 'README.zh.md', 'README.i18n.yaml', 'CHANGELOG.md', 'LICENSE',
   // What the READMEs link to: the design and testing notes, the benchmark results and chart.
   'docs/ARCHITECTURE.md', 'docs/TESTING.md', 'BENCHMARKS.md', 'benchmarks.svg',
+  // The pictures of dsh web's page (`make screenshots`).
+  'docs/images/deadline-in-chat.png', 'docs/images/harness-guard-command.png',
 ]
 /** What it may hold besides: the wasm's own declarations and wasm-bindgen's inline JS snippets. */
 const ALLOWED = [/^harness_guard_bg\.wasm\.d\.ts$/, /^snippets\/[\w.-]+\/[\w./-]+\.js$/]

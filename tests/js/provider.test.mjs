@@ -9,6 +9,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CODES, registryFor, sleep, track } from './support/inspect-rig.mjs';
 
+/** Text an answer may carry (ids, names, reasons, previews together), in characters. */
+const MAX_ANSWER_CHARS = 48000;
+
 const ID = 'HarnessGuard';
 const DEADLINE = 60;
 
@@ -78,6 +81,42 @@ describe('the HarnessGuard provider', () => {
     const latest = await ask(rig, 'reports', { limit: 1 });
     assert.deepEqual(latest.reports, mine.reports.slice(-1), 'the latest `limit`, oldest first');
     assert.deepEqual(await ask(rig, 'violations', {}), { violations: [] });
+  });
+
+  test('guarded: without a limit, reports answers the latest 20, oldest first; a limit of 25 gets 25', async (t) => {
+    const rig = await registryFor(t);
+    await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    const queries = Array.from({ length: 25 }, () => track(rig.query().promise));
+    await Promise.all(queries.map((q) => q.done));
+    const all = (await ask(rig, 'reports', { limit: 25 })).reports;
+    assert.equal(all.length, 25, 'the session has 25 reports');
+    const { reports } = await ask(rig, 'reports', {});
+    assert.equal(reports.length, 20, 'the default limit is 20');
+    assert.deepEqual(reports.map((r) => r.requestId), all.slice(-20).map((r) => r.requestId), 'the latest 20, oldest first');
+  });
+
+  test('guarded: an answer carries at most 48,000 characters of text, the newest records that fit', async (t) => {
+    const rig = await registryFor(t);
+    const { service } = await rig.mountGuard({ inspect: { deadlineMs: 60000, refusalGraceMs: 0 } });
+    const REFUSED = 15;
+    for (let i = 0; i < REFUSED; i += 1) {
+      const q = rig.query();
+      const tracked = track(q.promise);
+      // A reason of 4,096 characters (the most a refusal carries), told apart by its head.
+      rig.answer(q.requestId, { ok: false, reason: `${i}:${'r'.repeat(4095 - String(i).length)}`, message: 'no' });
+      await tracked.done;
+      assert.equal(tracked.reason?.code, CODES.refused);
+    }
+    const textOf = (r) => r.requestId.length + (r.sessionId ?? '').length + r.providerId.length + r.methodName.length + (r.reason ?? '').length;
+    const kept = service.reports();
+    assert.equal(kept.length, REFUSED, 'the guard keeps all of them');
+    assert.ok(kept.reduce((n, r) => n + textOf(r), 0) > MAX_ANSWER_CHARS, 'together they hold more than an answer may carry');
+    const { reports } = await ask(rig, 'reports', { limit: 1000 });
+    const text = reports.reduce((n, r) => n + textOf(r), 0);
+    assert.ok(text <= MAX_ANSWER_CHARS, `${text} characters of text`);
+    assert.ok(reports.length >= 10 && reports.length < REFUSED, `as many as fit: ${reports.length}`);
+    assert.deepEqual(reports.map((r) => r.requestId), kept.slice(-reports.length).map((r) => r.requestId), 'the newest, oldest first');
+    assert.ok(reports.every((r) => r.reason.length === 4096), 'each record whole, none cut to fit');
   });
 
   test('guarded: a limit outside 1..=1000 is refused naming the field; the schema refuses other keys', async (t) => {

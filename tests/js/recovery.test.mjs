@@ -1,5 +1,6 @@
-// Recovery after faults, on the real host: the bound on recoveries, and memory
-// across many fresh instances. Each case runs `fixtures/recovery-case.mjs` in a
+// Recovery after faults, on the real host: the bound on recoveries (and what the
+// status says once the guard gave up), the backoff timer of a waiting recovery
+// in an otherwise idle process, and memory across many fresh instances. Each case runs `fixtures/recovery-case.mjs` in a
 // Node process of its own with the fault-injection build (`harness-guard-faults`,
 // `make pkg-faults`). The control arm of the memory case runs the same mounts and
 // turns with no fault; the per-point recoveries (and their controls) are in
@@ -76,6 +77,75 @@ test('a fault that recurs: five recoveries guard again, the sixth fault leaves t
   assert.equal(r.gaveUpLines.length, 1, `one error line says it stays down: ${JSON.stringify(r.errorLines)}`)
   assert.match(r.gaveUpLines[0], /stays down .* until the process restarts/)
   assert.equal(r.warnings.codes.HARNESS_GUARD_FAULT, 6, 'each fault is one process warning too, where the CLI\'s user sees it')
+})
+
+test('gaveUp: after the sixth fault the services, the HarnessGuard provider and /harness-guard say the guard gave up (after the fifth recovery, none does)', async () => {
+  const r = await run('bound')
+  const before = r.saidAfterFive
+  for (const [name, status] of [['inboxInputGuard', before.inbox], ['inspectClientGuard', before.inspect], ['the provider', before.provider]]) {
+    assert.equal(status.recoveries, 5, `control, ${name}: five recoveries`)
+    assert.equal(status.gaveUp, undefined, `control, ${name}: not given up`)
+  }
+  assert.equal(before.command.kind, 'success')
+  assert.match(before.command.text, /: guarding \(recovered 5 times after internal faults/, 'control: the command says it is guarding')
+  const after = r.saidAfterGivingUp
+  for (const [name, status] of [['inboxInputGuard', after.inbox], ['inspectClientGuard', after.inspect], ['the provider', after.provider]]) {
+    assert.equal(status.gaveUp, true, `${name}: gaveUp`)
+    assert.equal(status.recoveries, 5, `${name}: recoveries`)
+    assert.equal(status.lastFault?.point, 'claim', `${name}: the last fault`)
+    assert.match(status.failed, /stays down .* until the process restarts/, `${name}: failed says it stays down`)
+  }
+  assert.match(after.command.text, /stays down .* until the process restarts/, 'the command says it stays down')
+})
+
+const IDLE = fileURLToPath(new URL('./fixtures/recovery-idle.mjs', import.meta.url))
+/** The backoff before the first recovery. */
+const BACKOFF_MS = 1000
+/** Date.now() has whole milliseconds, and a Node timer may fire within one of its delay. */
+const CLOCK_SLACK_MS = 2
+
+/** Run the idle child: its lines, and how long it lived after the fault (Date.now() at its exit). */
+function idle(mode) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [IDLE, mode], { cwd: CWD, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => { stdout += chunk })
+    child.stderr.on('data', (chunk) => { stderr += chunk })
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60000)
+    child.on('error', reject)
+    child.on('exit', (code, signal) => {
+      const exitAt = Date.now()
+      clearTimeout(killer)
+      child.on('close', () => {
+        const fault = /^fault (\d+) timers (\d+)$/m.exec(stdout)
+        const recovered = /^recovered (\d+)$/m.exec(stdout)
+        resolve({
+          code,
+          signal,
+          stderr,
+          timers: fault ? Number(fault[2]) : undefined,
+          livedAfterFaultMs: fault ? exitAt - Number(fault[1]) : undefined,
+          recoveredAfterFaultMs: fault && recovered ? Number(recovered[1]) - Number(fault[1]) : undefined,
+        })
+      })
+    })
+  })
+}
+
+test('the backoff timer keeps an otherwise idle process alive until the recovery, and no longer', async () => {
+  const [waiting, cancelled] = [await idle('wait'), await idle('cancelled')]
+  for (const r of [waiting, cancelled]) {
+    assert.equal(r.signal, null, r.stderr)
+    assert.equal(r.code, 0, r.stderr)
+  }
+  assert.equal(cancelled.timers, 0, 'control: with no recovery waiting, no Timeout keeps the process alive')
+  assert.equal(cancelled.recoveredAfterFaultMs, undefined, 'control: no recovery')
+  assert.equal(waiting.timers, 1, 'the recovery\'s backoff timer, and nothing else, keeps it alive')
+  assert.ok(waiting.recoveredAfterFaultMs >= BACKOFF_MS - CLOCK_SLACK_MS,
+    `recovered ${waiting.recoveredAfterFaultMs} ms after the fault: not before the backoff (${BACKOFF_MS} ms)`)
+  assert.ok(waiting.livedAfterFaultMs >= BACKOFF_MS - CLOCK_SLACK_MS, `lived ${waiting.livedAfterFaultMs} ms after the fault, through the backoff`)
+  assert.ok(waiting.livedAfterFaultMs < BACKOFF_MS + 10000, `exited ${waiting.livedAfterFaultMs} ms after the fault: once recovered, nothing holds it`)
 })
 
 test(`${RECOVERIES} recoveries: memory stays flat and no faulted instance stays alive`, async (t) => {

@@ -1,6 +1,7 @@
 // The real `dsh` CLI, installed in this directory from package-lock.json, run
 // in throw-away Harness homes. Every child runs in its own process group and is
-// ended by that id (never by name); `stopAll()` runs at exit for stragglers.
+// ended by that id (never by name); `stopAll()` runs at exit for stragglers,
+// Chromium's group included (support/browser.mjs adopts it).
 
 import { spawn, spawnSync } from 'node:child_process'
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -39,8 +40,15 @@ export function guardTarball() {
 
 const children = new Set()
 
-function killGroup(child, signal) {
+/** Signal the process group `child` leads (every child here is spawned detached, so it leads one). */
+export function killGroup(child, signal) {
   try { process.kill(-child.pid, signal) } catch {}
+}
+
+/** Have `stopAll()` end `child`'s process group too; returns the function that lets it go. */
+export function adopt(child) {
+  children.add(child)
+  return () => { children.delete(child) }
 }
 
 const homes = new Set()
@@ -57,10 +65,14 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]]) {
   process.once(signal, () => { stopAll(); process.exit(code) })
 }
 
-/** The environment a `dsh` child gets: the parent's without its DSH_ and DEEPSEEK_ variables, plus what the suite sets. */
+/**
+ * The environment a `dsh` child gets: the parent's without its DSH_ and
+ * DEEPSEEK_ variables, plus what the suite sets. No `DISPLAY` either: with a
+ * display the host may answer the page's directory picker natively.
+ */
 export function dshEnv({ home, modelUrl, extra = {} }) {
   const env = {}
-  for (const [k, v] of Object.entries(process.env)) if (!/^(DSH_|DEEPSEEK_)/.test(k)) env[k] = v
+  for (const [k, v] of Object.entries(process.env)) if (!/^(DSH_|DEEPSEEK_|DISPLAY$|WAYLAND_DISPLAY$)/.test(k)) env[k] = v
   return {
     ...env,
     PATH: [dirname(NODE), BIN_DIR, process.env.PATH ?? ''].join(delimiter),

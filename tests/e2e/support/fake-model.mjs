@@ -30,10 +30,31 @@ export function isAgentTurn(request) {
   return Array.isArray(request.body.tools) && request.body.tools.length > 0
 }
 
-/** A reply that makes the model call one tool. */
-export const callTool = (name, args, id = `call_${Math.random().toString(36).slice(2, 10)}`) => ({ toolCalls: [{ id, name, arguments: JSON.stringify(args) }] })
+/**
+ * A reply that makes the model call one tool. Without `id`, each time the
+ * reply is served its call gets a fresh id, as a real endpoint's does (the
+ * page refuses to load a history in which two calls share one).
+ */
+export const callTool = (name, args, id) => ({ toolCalls: [{ id, name, arguments: JSON.stringify(args) }] })
 /** A reply with final assistant text. */
 export const say = (text) => ({ text })
+
+/**
+ * A reply the model holds back until the test says go: `reply` (a reply
+ * object or a function of the request) answers the step only after
+ * `release()`. A test uses it to make the model call a tool at a moment of
+ * its choosing (after a browser tab closed).
+ */
+export function held(reply) {
+  let release
+  const released = new Promise((resolve) => { release = resolve })
+  return {
+    reply: async (request) => { await released; return typeof reply === 'function' ? reply(request) : reply },
+    release: () => release(),
+  }
+}
+
+let callIds = 0
 
 function sseChunks(reply, model) {
   const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model }
@@ -41,7 +62,7 @@ function sseChunks(reply, model) {
   const out = [chunk({ role: 'assistant', content: '' })]
   if (reply.toolCalls?.length) {
     reply.toolCalls.forEach((call, index) => {
-      out.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }))
+      out.push(chunk({ tool_calls: [{ index, id: call.id ?? `call_${++callIds}`, type: 'function', function: { name: call.name, arguments: '' } }] }))
       out.push(chunk({ tool_calls: [{ index, function: { arguments: call.arguments } }] }))
     })
     out.push(chunk({}, 'tool_calls'))

@@ -8,23 +8,27 @@
 // refusal `{ ok: false, reason, message }`. The host never clears the mirror,
 // so a manifest synced by a page that then answers nothing is exactly the page
 // that went away: the query waits for an answer that never comes.
+//
+// browser.test.mjs runs the real page in Chromium. The stand-in stays where a
+// test needs a page the real one cannot be made to be (one that refuses) or a
+// page with no browser behind it; it syncs the real page's manifest.
 
+import { readFileSync } from 'node:fs'
 import { isInspectQuery } from './web-api.mjs'
 
-/** A client provider like the web UI's own `Theme` provider. */
-export const THEME_PROVIDER = Object.freeze({
-  id: 'Theme',
-  description: 'Theme tokens of the live page (e2e stand-in).',
-  methods: [{
-    name: 'tokens',
-    description: 'Every theme token with its current value.',
-    inputSchema: { type: 'object', properties: {} },
-    outputSchema: { type: 'object', properties: { tokens: { type: 'object' } }, required: ['tokens'] },
-  }],
-})
+/**
+ * The real page's manifest for the pinned CLI (fixtures/page-manifest.json:
+ * the providers, and the package versions it was captured from).
+ * browser.test.mjs checks it against what `dsh web`'s page syncs in Chromium.
+ */
+export const PAGE_MANIFEST = Object.freeze(JSON.parse(readFileSync(new URL('../fixtures/page-manifest.json', import.meta.url), 'utf8')))
+/** The page's client providers: `Service`, `Event`, `Builtin`, `Slots`, `Theme`. */
+export const PAGE_PROVIDERS = PAGE_MANIFEST.providers
+/** The provider and method the suite's client queries name (the real page answers it with its theme tokens). */
+export const THEME = Object.freeze({ provider: 'Theme', method: 'listTokens' })
 
 /**
- * Load a page: sync `providers` as the page's manifest, then answer client
+ * Load a page: sync `providers` (by default the real page's) as the page's manifest, then answer client
  * queries according to `mode`:
  * - `'silent'`: answer nothing (the page went away).
  * - `'refuse'`: `{ ok: false, ...refusal }` (default reason `provider-error`).
@@ -33,7 +37,7 @@ export const THEME_PROVIDER = Object.freeze({
  *   `queries` are the `cordis/inspect-query` requests seen, `acks` the host's
  *   `{ accepted }` replies to this page's answers.
  */
-export async function openPage(api, { providers = [THEME_PROVIDER], mode = 'silent', refusal, answer } = {}) {
+export async function openPage(api, { providers = PAGE_PROVIDERS, mode = 'silent', refusal, answer } = {}) {
   const events = await api.hostEvents()
   const queries = []
   const acks = []
@@ -44,7 +48,7 @@ export async function openPage(api, { providers = [THEME_PROVIDER], mode = 'sile
     if (mode === 'silent') return
     const resolution = mode === 'refuse'
       ? { ok: false, reason: refusal?.reason ?? 'provider-error', message: refusal?.message ?? 'the page refused' }
-      : { ok: true, data: answer ?? { tokens: {} } }
+      : { ok: true, data: answer ?? { tokens: [], referencedTypes: [] } }
     try {
       acks.push(await api.remote('dynamicCordisRunner/resolveInspectQuery', { agentId: request.agentId, requestId: request.requestId, resolution }))
     } catch (error) {

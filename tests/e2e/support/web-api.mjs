@@ -57,6 +57,8 @@ export function webApi(baseUrl) {
     call,
     remote,
     createSession: (payload = {}) => call('session.create', payload),
+    /** A workspace for `path`, as the page's **Choose workspace** → **Open** makes one (`{ workspace: { workspaceId, … } }`). */
+    createWorkspace: (path) => call('workspace.create', { path }),
     prompt: (sessionId, text) => call('session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text }] }),
     cancel: (sessionId) => call('session.cancel', { sessionId }),
     history: (sessionId) => call('session.history', { sessionId }),
