@@ -13,7 +13,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { GUARD_ID, HMR_OVERLAY, guardConfigPatch, runDsh, sleep, waitUntil } from './support/dsh.mjs'
 import { byPrompt, callTool, promptOf, startFakeModel, stepOf } from './support/fake-model.mjs'
-import { openPage } from './support/page.mjs'
+import { openPage, THEME } from './support/page.mjs'
 import { deadlineMessage, prepareHome, runTask, withWeb } from './support/scenario.mjs'
 
 const NAME = 'cordis-plugin-harness-guard'
@@ -123,7 +123,7 @@ async function editUntil(home, yaml, done, { ms = 30_000, what }) {
 }
 
 test('(6) a live invalid edit in a running `dsh web` is refused, said once on stderr, and the last good guard keeps running', async (t) => {
-  const plans = { [QUERY]: [callTool('cordis_inspect_query', { platform: 'client', provider: 'Theme', method: 'tokens' })] }
+  const plans = { [QUERY]: [callTool('cordis_inspect_query', { platform: 'client', ...THEME })] }
   await withWeb({ label: 'invalid-live', guard: true, guardConfig: 'inspect:\n  deadlineMs: 3000', logTap: true, respond: byPrompt(plans) }, async ({ home, model, api, web }) => {
     const page = await openPage(api, { mode: 'silent' })
     try {
@@ -140,7 +140,7 @@ test('(6) a live invalid edit in a running `dsh web` is refused, said once on st
       const { sessionId } = await api.createSession({ agentPreset: 'cordis', cwd: home.work })
       await api.prompt(sessionId, QUERY)
       const seen = await model.waitFor(r => promptOf(r) === QUERY && stepOf(r) === 1, 10_000)
-      assert.equal(seen.body.messages.filter(m => m.role === 'tool').at(-1)?.content, deadlineMessage('Theme', 'tokens', 3000), 'the last good config (3000 ms) still guards the query')
+      assert.equal(seen.body.messages.filter(m => m.role === 'tool').at(-1)?.content, deadlineMessage(THEME.provider, THEME.method, 3000), 'the last good config (3000 ms) still guards the query')
     } finally {
       page.close()
     }
@@ -164,7 +164,7 @@ const deadlineInForce = async (api, sessionId) => /deadline (\d+) ms/.exec((awai
 test('(9) a valid live edit applies in place in a running `dsh web`: the next query ends at the new deadline, the one already waiting at its own', async (t) => {
   const WAITING = `${QUERY} (asked before the edit)`
   const NEXT = `${QUERY} (asked after the edit)`
-  const call = callTool('cordis_inspect_query', { platform: 'client', provider: 'Theme', method: 'tokens' })
+  const call = callTool('cordis_inspect_query', { platform: 'client', ...THEME })
   await withWeb({ label: 'live-edit', guard: true, guardConfig: 'inspect:\n  deadlineMs: 8000', logTap: true, respond: byPrompt({ [WAITING]: [call], [NEXT]: [call] }) }, async ({ home, model, api, web }) => {
     const page = await openPage(api, { mode: 'silent' })
     try {
@@ -176,8 +176,8 @@ test('(9) a valid live edit applies in place in a running `dsh web`: the next qu
       await editUntil(home, home.readPatch('web').replace('deadlineMs: 8000', 'deadlineMs: 2000'), async () => (await deadlineInForce(api, second.sessionId)) === '2000', { what: 'the edit to apply' })
       await api.prompt(second.sessionId, NEXT)
       const resultOf = async (prompt) => (await model.waitFor(r => promptOf(r) === prompt && stepOf(r) === 1, 20_000)).body.messages.filter(m => m.role === 'tool').at(-1)?.content
-      assert.equal(await resultOf(NEXT), deadlineMessage('Theme', 'tokens', 2000), 'the next query ends at the new deadline')
-      assert.equal(await resultOf(WAITING), deadlineMessage('Theme', 'tokens', 8000), 'the query already waiting ends at its own (a restart would have ended it at once, disposed)')
+      assert.equal(await resultOf(NEXT), deadlineMessage(THEME.provider, THEME.method, 2000), 'the next query ends at the new deadline')
+      assert.equal(await resultOf(WAITING), deadlineMessage(THEME.provider, THEME.method, 8000), 'the query already waiting ends at its own (a restart would have ended it at once, disposed)')
       assert.doesNotMatch(web.stderr(), /HARNESS_GUARD/, 'an applied edit says nothing')
       assert.ok(!home.logs().some(l => l.type === 'error'), 'nothing refused')
     } finally {
