@@ -56,6 +56,8 @@ struct Mount {
     inspect_guards: Vec<u32>,
     /// The mount's registry attachments (one per `cordisInspect` it was injected).
     attachments: Vec<u32>,
+    /// The mount's current settings link, where the package offers a settings schema.
+    link: Option<settings::Link>,
 }
 
 /// The registry attachment of a mount: its inspect guard and provider registration.
@@ -68,12 +70,11 @@ struct Attachment {
     unregister: Option<Function>,
 }
 
-/// Mounts, attachments and settings links by id.
+/// Mounts and attachments by id.
 #[derive(Default)]
 pub(crate) struct State {
     mounts: IdMap<Mount>,
     attachments: IdMap<Attachment>,
-    pub(super) settings: settings::State,
 }
 
 /// `apply(ctx, config, host)`: mount both halves. `host` is the plugin module's
@@ -126,6 +127,7 @@ fn mount(record: &JsValue, config: Config) -> Result<(), Error> {
             inbox_effect: None,
             inspect_guards: Vec::new(),
             attachments: Vec::new(),
+            link: None,
         };
         rt.plugin(|s| s.mounts.insert(id, mount));
         wire(rt, id, &ctx, record, &config).inspect_err(|_| forget(rt, id))
@@ -212,9 +214,25 @@ pub(super) fn host_call(
     Ok(disposer)
 }
 
+/// `f` of a live mount's settings link.
+pub(super) fn with_link<R>(
+    rt: &Runtime,
+    id: u32,
+    f: impl FnOnce(&mut Option<settings::Link>) -> R,
+) -> Option<R> {
+    rt.plugin(|s| s.mounts.get_mut(id).map(|m| f(&mut m.link)))
+}
+
 /// The context and record of a live mount.
 pub(super) fn parts(rt: &Runtime, id: u32) -> Option<(JsValue, JsValue)> {
     rt.plugin(|s| s.mounts.get(id).map(|m| (m.ctx.clone(), m.record.clone())))
+}
+
+/// A warn line through a live mount's logger (within the per-session bound).
+pub(super) fn warn(rt: &Runtime, id: u32, text: &str) {
+    if let Some(warn) = rt.plugin(|s| s.mounts.get(id)?.warn.clone()) {
+        emit(rt, &warn, "", text);
+    }
 }
 
 /// Apply `next` to a live mount in place, without a restart: the inbox half's
@@ -318,10 +336,7 @@ struct Failed<'a, C: serde::Serialize> {
 
 /// Drop a mount's state (disposed, or its wiring failed).
 fn forget(rt: &Runtime, id: u32) {
-    drop(rt.plugin(|s| {
-        s.settings.forget(id);
-        s.mounts.remove(id)
-    }));
+    drop(rt.plugin(|s| s.mounts.remove(id)));
 }
 
 /// A plugin trampoline's call: a service method, an effect or its disposer, the

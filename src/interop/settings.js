@@ -2,6 +2,11 @@
 // calls when a mount's config changes, and the mechanics of the settings
 // namespace. Rust decides; this file carries it out and decides nothing.
 
+/** The mount's two hooks: `[internal/update hook, internal/config listener]`. */
+export function makeHooks(update, check, fiber) {
+  return [makeUpdateHook(update), makeConfigCheck(check, fiber)]
+}
+
 /**
  * The mount's `internal/update` hook (cordis runs it, `this` the mount's fiber,
  * with the new config already validated, before it would restart the plugin).
@@ -9,7 +14,7 @@
  * then the restart is left out and the fiber keeps the config, as the restart's
  * own step would have; anything else lets cordis go on (restart).
  */
-export function makeUpdateHook(method) {
+function makeUpdateHook(method) {
   return function harnessGuardUpdate(config, noSave, next) {
     if (method(config) !== true) return next()
     this.config = config
@@ -24,12 +29,17 @@ export function makeUpdateHook(method) {
  * Rust's look at it before cordis validates it: Rust tells a live change (the
  * fiber running) from an activation.
  */
-export function makeConfigCheck(method, fiber) {
+function makeConfigCheck(method, fiber) {
   return function harnessGuardConfigCheck(config, next) {
     const value = next()
-    if (this === fiber || Object.getPrototypeOf(this) === fiber) method(value, this.state)
+    if (fiber !== undefined && (this === fiber || Object.getPrototypeOf(this) === fiber)) method(value, this.state)
     return value
   }
+}
+
+/** `method` handed the settings link `link` before the caller's arguments. */
+export function bindLink(method, link) {
+  return (...args) => method(link, ...args)
 }
 
 /** Turns of the event loop a new link waits for this mount's previous registration to go. */
@@ -92,10 +102,11 @@ function layered(under, over) {
 }
 
 /**
- * What namespace `ns` would resolve with `base` under the user's section as it
- * stands (before the schema's defaults), or `undefined` while it is not registered.
+ * What namespace `ns` would resolve with `base` (a config object) under the
+ * user's section as it stands (before the schema's defaults), or `undefined`
+ * while it is not registered.
  */
 export function layeredOver(sub, ns, base) {
   const described = sub.settings.describe().find((row) => row.ns === ns)
-  return described === undefined ? undefined : { value: layered(base, described.user) }
+  return described === undefined ? undefined : layered(base, described.user)
 }

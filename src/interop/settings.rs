@@ -29,10 +29,9 @@ use wasm_bindgen::prelude::*;
 
 use super::plugin::{self, host_call};
 use super::runtime::{Role, Runtime};
-use super::{emit, get, get_fn, object, raw_config, release};
+use super::{get, get_fn, object, raw_config, release};
 use crate::config::{self, Config};
 use crate::error::Error;
-use crate::idmap::IdMap;
 
 /// The settings namespace (the plugin's name).
 const NAMESPACE: &str = "harness-guard";
@@ -41,10 +40,8 @@ const ACTIVE: f64 = 2.0;
 
 #[wasm_bindgen(module = "/src/interop/settings.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = makeUpdateHook)]
-    fn make_update_hook(method: &Function) -> Function;
-    #[wasm_bindgen(js_name = makeConfigCheck)]
-    fn make_config_check(method: &Function, fiber: &JsValue) -> Function;
+    #[wasm_bindgen(js_name = makeHooks)]
+    fn make_hooks(update: &Function, check: &Function, fiber: &JsValue) -> Array;
     #[wasm_bindgen(js_name = linkSettings)]
     fn link_settings(
         sub: &JsValue,
@@ -55,11 +52,15 @@ extern "C" {
     ) -> JsValue;
     #[wasm_bindgen(js_name = layeredOver, catch)]
     fn layered_over(sub: &JsValue, ns: &str, base: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = bindLink)]
+    fn bind_link(method: &Function, link: u32) -> Function;
 }
 
-/// One registration of a mount's namespace, from its injection on.
-struct Link {
-    mount: u32,
+/// A mount's current registration of its namespace, from its injection on. Its
+/// id travels with what its trampolines are handed (`bindLink`): what an ended
+/// link says afterwards is not heard.
+pub(super) struct Link {
+    id: u32,
     /// The `ctx.inject(['settings'], …)` handle (its disposal ends the link).
     handle: Option<JsValue>,
     /// The injected sub-context, once the service appeared.
@@ -68,53 +69,38 @@ struct Link {
     registered: bool,
 }
 
-/// Settings links by id, and each mount's current one.
-#[derive(Default)]
-pub(crate) struct State {
-    links: IdMap<Link>,
-    current: IdMap<u32>,
-}
-
-impl State {
-    /// The mount went away: its link with it.
-    pub(super) fn forget(&mut self, mount: u32) {
-        if let Some(link) = self.current.remove(mount) {
-            self.links.remove(link);
-        }
-    }
-}
-
 /// The hooks of a live config change, and the settings link where the host
 /// offers settings; every registration's disposer is held by `record`.
 pub(super) fn wire(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(), Error> {
     let none = JsValue::UNDEFINED;
-    let update = make_update_hook(&rt.method(mount, Role::Update, &none, &none, false));
+    let update = rt.method(mount, Role::Update, &none, &none, false);
+    let check = rt.method(mount, Role::ConfigCheck, &none, &none, false);
+    let fiber = get(ctx, "fiber").unwrap_or(JsValue::UNDEFINED);
+    let hooks = make_hooks(&update, &check, &fiber);
     host_call(
         ctx,
         record,
         "on",
-        &[&"internal/update".into(), &update.into()],
+        &[&"internal/update".into(), &hooks.get(0)],
     )?;
-    if let Some(fiber) = get(ctx, "fiber").filter(JsValue::is_object) {
-        let check = rt.method(mount, Role::ConfigCheck, &none, &none, false);
-        let listener = make_config_check(&check, &fiber);
-        // First in the waterfall, so it sees the config as every other listener left it.
-        let prepend = object(&[("prepend", &JsValue::TRUE)]);
-        host_call(
-            ctx,
-            record,
-            "on",
-            &[&"internal/config".into(), &listener.into(), &prepend],
-        )?;
-    }
+    // First in the waterfall, so it sees the config as every other listener left it.
+    let prepend = object(&[("prepend", &JsValue::TRUE)]);
+    host_call(
+        ctx,
+        record,
+        "on",
+        &[&"internal/config".into(), &hooks.get(1), &prepend],
+    )?;
     if schema_of(record).is_some() {
         link(rt, mount, ctx, record)?;
     }
     Ok(())
 }
 
-/// A settings trampoline's call: `id` is the mount (`Update`, `ConfigCheck`) or the link.
+/// A settings trampoline's call, for mount `id` (`Settings` and `SettingsChange`
+/// are handed their link's id first).
 pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<JsValue, Error> {
+    let link = || args.get(0).as_f64().map_or(0, super::to_index);
     Ok(match role {
         Role::Update => row_edit(rt, id, &args.get(0))?.into(),
         Role::ConfigCheck => {
@@ -125,9 +111,9 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
             }
             JsValue::UNDEFINED
         }
-        Role::Settings => attach(rt, id, &args.get(0)),
+        Role::Settings => attach(rt, id, link(), &args.get(1)),
         Role::SettingsChange => {
-            changed(rt, id, &args.get(0), args.get(1).as_string());
+            changed(rt, id, link(), &args.get(1), args.get(2).as_string());
             JsValue::UNDEFINED
         }
         _ => JsValue::UNDEFINED,
@@ -150,25 +136,20 @@ fn refused(rt: &Runtime, mount: u32, error: &Error) {
 /// Inject the settings service for a new link of `mount` (the current one from now on).
 fn link(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(), Error> {
     let id = rt.next_id();
-    rt.plugin(|s| {
-        let link = Link {
-            mount,
-            handle: None,
-            sub: None,
-            registered: false,
-        };
-        s.settings.links.insert(id, link);
-        if let Some(old) = s.settings.current.insert(mount, id) {
-            s.settings.links.remove(old);
-        }
-    });
+    let link = Link {
+        id,
+        handle: None,
+        sub: None,
+        registered: false,
+    };
+    plugin::with_link(rt, mount, |l| *l = Some(link));
     let none = JsValue::UNDEFINED;
     let services: JsValue = Array::of1(&"settings".into()).into();
-    let attach = rt.method(id, Role::Settings, &none, &none, false);
+    let attach = bind_link(&rt.method(mount, Role::Settings, &none, &none, false), id);
     let handle = host_call(ctx, record, "inject", &[&services, &attach.into()])?;
-    rt.plugin(|s| {
-        if let Some(link) = s.settings.links.get_mut(id) {
-            link.handle = Some(handle);
+    plugin::with_link(rt, mount, |l| {
+        if let Some(l) = l.as_mut().filter(|l| l.id == id) {
+            l.handle = Some(handle);
         }
     });
     Ok(())
@@ -176,10 +157,7 @@ fn link(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(),
 
 /// End `mount`'s current link (its registration goes with its sub-fiber) and start a new one.
 fn relink(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(), Error> {
-    let old = rt.plugin(|s| {
-        let id = s.settings.current.remove(mount)?;
-        s.settings.links.remove(id)?.handle
-    });
+    let old = plugin::with_link(rt, mount, |l| l.take().and_then(|l| l.handle)).flatten();
     if let Some(old) = old {
         if let Some(dispose) = get_fn(&old, "dispose") {
             let _ = dispose.call0(&old);
@@ -189,54 +167,44 @@ fn relink(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(
     link(rt, mount, ctx, record)
 }
 
-/// The link's mount, while the link is its mount's current one.
-fn current(rt: &Runtime, link: u32) -> Option<u32> {
-    rt.plugin(|s| {
-        let mount = s.settings.links.get(link)?.mount;
-        (s.settings.current.get(mount) == Some(&link)).then_some(mount)
-    })
+/// `f` of `mount`'s link `id`, while it is the current one.
+fn current<R>(rt: &Runtime, mount: u32, id: u32, f: impl FnOnce(&mut Link) -> R) -> Option<R> {
+    plugin::with_link(rt, mount, |l| l.as_mut().filter(|l| l.id == id).map(f)).flatten()
 }
 
 /// The settings service appeared in `sub`: register the namespace over the
 /// row's config. Returns the registration's promise (cordis waits for it).
-fn attach(rt: &Runtime, link: u32, sub: &JsValue) -> JsValue {
-    let Some((_, record)) = current(rt, link).and_then(|mount| plugin::parts(rt, mount)) else {
+fn attach(rt: &Runtime, mount: u32, link: u32, sub: &JsValue) -> JsValue {
+    let Some(record) = current(rt, mount, link, |l| l.sub = Some(sub.clone()))
+        .and_then(|()| plugin::parts(rt, mount))
+        .map(|(_, record)| record)
+    else {
         return JsValue::UNDEFINED;
     };
     let Some(schema) = schema_of(&record) else {
         return JsValue::UNDEFINED;
     };
-    rt.plugin(|s| {
-        if let Some(l) = s.settings.links.get_mut(link) {
-            l.sub = Some(sub.clone());
-        }
-    });
     let base = get(&record, "config").unwrap_or(JsValue::UNDEFINED);
     let none = JsValue::UNDEFINED;
-    let changed = rt.method(link, Role::SettingsChange, &none, &none, false);
+    let changed = bind_link(
+        &rt.method(mount, Role::SettingsChange, &none, &none, false),
+        link,
+    );
     link_settings(sub, NAMESPACE, &schema, &base, &changed)
 }
 
 /// What a link says: a resolved value, its end (`undefined`), or a refused registration.
-fn changed(rt: &Runtime, link: u32, value: &JsValue, refusal: Option<String>) {
-    let Some(mount) = current(rt, link) else {
-        // An ended link: what it says is not heard, and it is done.
-        if value.is_undefined() {
-            rt.plugin(|s| s.settings.links.remove(link));
-        }
+fn changed(rt: &Runtime, mount: u32, link: u32, value: &JsValue, refusal: Option<String>) {
+    let registered = refusal.is_none() && !value.is_undefined();
+    if current(rt, mount, link, |l| l.registered = registered).is_none() {
+        // An ended link: what it says is not heard.
         return;
-    };
+    }
     let Some((ctx, record)) = plugin::parts(rt, mount) else {
         return;
     };
-    let registered = refusal.is_none() && !value.is_undefined();
-    rt.plugin(|s| {
-        if let Some(l) = s.settings.links.get_mut(link) {
-            l.registered = registered;
-        }
-    });
     if let Some(refusal) = refusal {
-        warn(
+        plugin::warn(
             rt,
             mount,
             &format!(
@@ -246,30 +214,20 @@ fn changed(rt: &Runtime, link: u32, value: &JsValue, refusal: Option<String>) {
         );
         return;
     }
-    let next = if value.is_undefined() {
+    let source = if value.is_undefined() {
         // The service went away, or the mount is going: the row's config, unless unloading.
         let running = get(&ctx, "fiber").and_then(|f| get(&f, "state")?.as_f64()) == Some(ACTIVE);
         if !running {
             return;
         }
-        config::parse(&raw_config(&get(&record, "config").unwrap_or_default()))
+        get(&record, "config").unwrap_or_default()
     } else {
-        config::parse(&raw_config(value))
+        value.clone()
     };
+    let next = config::parse(&raw_config(&source));
     let applied = next.and_then(|next| plugin::reconfigure(rt, mount, next));
     if let Err(error) = applied {
-        warn(rt, mount, &format!("settings change not applied: {error}"));
-    }
-}
-
-/// A warn line through the mount's logger.
-fn warn(rt: &Runtime, mount: u32, text: &str) {
-    let logger = plugin::parts(rt, mount).and_then(|(_, record)| get(&record, "logger"));
-    if let Some(warn) = logger
-        .as_ref()
-        .and_then(|l| get_fn(l, "warn").map(|w| w.bind0(l)))
-    {
-        emit(rt, &warn, "", text);
+        plugin::warn(rt, mount, &format!("settings change not applied: {error}"));
     }
 }
 
@@ -285,18 +243,17 @@ fn row_edit(rt: &Runtime, mount: u32, config: &JsValue) -> Result<bool, Error> {
     // The current link, once the service appeared: its sub-context, and whether
     // the namespace is registered (a link still waiting for the service
     // registers over the row's config as it stands when the service comes).
-    let attached = rt.plugin(|s| {
-        let link = s.settings.links.get(*s.settings.current.get(mount)?)?;
-        Some((link.sub.clone()?, link.registered))
-    });
+    let attached = plugin::with_link(rt, mount, |l| {
+        l.as_ref()
+            .and_then(|l| Some((l.sub.clone()?, l.registered)))
+    })
+    .flatten();
     let has_link = attached.is_some();
     let registered = attached.and_then(|(sub, registered)| registered.then_some(sub));
     let next: Config = match registered {
         Some(sub) => match layered_over(&sub, NAMESPACE, config) {
-            Ok(layered) if !layered.is_undefined() => {
-                let value = get(&layered, "value").unwrap_or_default();
-                config::parse(&raw_config(&value)).inspect_err(|error| refused(rt, mount, error))?
-            }
+            Ok(layered) if !layered.is_undefined() => config::parse(&raw_config(&layered))
+                .inspect_err(|error| refused(rt, mount, error))?,
             _ => row,
         },
         None => row,
