@@ -14,6 +14,7 @@ mod inspect;
 mod patch;
 mod plugin;
 mod runtime;
+mod settings;
 
 #[cfg(feature = "fault-injection")]
 pub use fault::inject as inject_fault;
