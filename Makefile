@@ -32,7 +32,7 @@ VERSION := $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' pkg-template/package.
 TARBALL := dist/cordis-plugin-harness-guard-$(VERSION).tgz
 INSTALLED := $(RIG)/node_modules/cordis-plugin-harness-guard/package.json
 NEXT_INSTALLED := $(NEXT)/node_modules/cordis-plugin-harness-guard/package.json
-SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE $(wildcard docs/*.md) $(wildcard docs/images/*.png) BENCHMARKS.md benchmarks.svg
+SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -type f) $(wildcard js-shim/*.js) $(wildcard client/*.js) $(wildcard pkg-template/*) README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE $(wildcard docs/*.md) $(wildcard docs/images/*.png) BENCHMARKS.md benchmarks.svg
 
 .PHONY: pkg pkg-faults pack demo test bench tools rig lint test-rust test-wasm test-js test-js-next test-readme readme-record clean .wasm-target
 
@@ -52,6 +52,16 @@ tests/%/node_modules/.rig-installed: tests/%/package.json tests/%/package-lock.j
 	cd tests/$* && npm ci --no-audit --no-fund
 	@touch $@
 
+# The browser half (client/index.js, the card under Settings → Plugins) as the
+# page's client module system loads a `dsh.client` package: the source is the
+# body of a lazy-CJS factory registered under the package's name.
+PKG_NAME := $(shell sed -n 's/^  "name": "\(.*\)",/\1/p' pkg-template/package.json)
+define client_bundle
+	{ printf 'window.__ModuleLoader__.load({\n\tid: "%s",\n\tfactory: (require) => {\n\t\tvar module = { exports: {} };\n\t\tvar exports = module.exports;\n' '$(PKG_NAME)'; \
+	  cat client/index.js; \
+	  printf '\t\treturn module.exports;\n\t}\n});\n'; } > $(1)/client.js
+endef
+
 # $(call package,DIR,WASM): wasm-bindgen's glue for WASM, the shim and the template, into DIR.
 # `--target web` with the reset function: the shim instantiates the module itself
 # (`initSync`), and after a fault the guard recovers on a fresh instance of it.
@@ -60,6 +70,7 @@ define package
 	$(WASM_BINDGEN) $(2) --target web --experimental-reset-state-function --out-dir $(1) --out-name harness_guard \
 	  --remove-name-section --remove-producers-section
 	cp js-shim/*.js $(1)/
+	$(call client_bundle,$(1))
 	cp pkg-template/* $(1)/
 	cp README.md README.zh.md README.i18n.yaml CHANGELOG.md LICENSE BENCHMARKS.md benchmarks.svg $(1)/
 	mkdir -p $(1)/docs/images && cp docs/*.md $(1)/docs/ && cp docs/images/*.png $(1)/docs/images/

@@ -82,6 +82,13 @@ export interface InboxInputGuard {
 
 export const name: 'harness-guard'
 export const inject: string[]
+/**
+ * The config schema (`@deepseek-ai/schemastery`). Every way of using it runs the mount's
+ * checks: `Config(value)` throws what the mount refuses (a `ValidationError` whose
+ * `message`, `code` and `field` are the mount's) and returns `value` with the defaults;
+ * `Config['~standard'].validate(value)` returns the same issue. Validating has no side
+ * effect. Its JSON (`Config.toJSON()`) carries each field's description, default and range.
+ */
 export const Config: Schema<Config>
 export function apply(ctx: Context, config?: Config): void
 

@@ -183,8 +183,8 @@ impl Field {
 }
 
 impl Probe {
-    /// Decode a shape code read on the JavaScript side (`shapes()` in the boundary's
-    /// helpers): the low 4 bits are the value's type; an object carries 4 bits each
+    /// Decode a shape code read on the JavaScript side (`shapeCode()` in the
+    /// boundary's shapes.js): the low 4 bits are the value's type; an object carries 4 bits each
     /// for `id`, `role`, `content` and `source`, from bit 4 up.
     pub fn from_code(c: u32) -> Self {
         let [id, role, content, source] = code::SHIFTS.map(|at| Field::from_code((c >> at) & 0xf));

@@ -766,3 +766,26 @@ fn warn_with(cx: &Ctx, session_id: &str, text: &dyn Fn() -> String) {
         super::runtime::with(|rt| emit_with(rt, w, session_id, text));
     }
 }
+
+/// Give a live guard a new mode and preview length, from its next claim on
+/// (its wrappers, listeners and records stay).
+pub(super) fn reconfigure(rt: &Runtime, guard: u32, config: InboxConfig) {
+    let Some(cx) = ctx(rt, guard) else {
+        return;
+    };
+    let next = Rc::new(Ctx {
+        mode: config.mode,
+        preview_chars: config.preview_chars,
+        create_user_message: cx.create_user_message.clone(),
+        warn: cx.warn.clone(),
+        ledger: cx.ledger.clone(),
+        sightings: cx.sightings.clone(),
+        owner: cx.owner.clone(),
+        summaries: RefCell::default(),
+    });
+    rt.inbox(|s| {
+        if let Some(g) = s.guards.get_mut(guard) {
+            g.cx = next;
+        }
+    });
+}

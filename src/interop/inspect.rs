@@ -595,3 +595,13 @@ pub(super) fn dispose(rt: &Runtime, guard: u32) {
 pub(super) fn config_of(rt: &Runtime, guard: u32) -> Option<InspectConfig> {
     rt.inspect(|s| s.guards.get(guard).map(|g| g.config))
 }
+
+/// Give a live guard a new config: queries that begin from now on get its
+/// deadline and grace; a flight already waiting keeps its own.
+pub(super) fn reconfigure(rt: &Runtime, guard: u32, config: InspectConfig) {
+    rt.inspect(|s| {
+        if let Some(g) = s.guards.get_mut(guard) {
+            g.config = config;
+        }
+    });
+}

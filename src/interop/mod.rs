@@ -14,6 +14,7 @@ mod inspect;
 mod patch;
 mod plugin;
 mod runtime;
+mod settings;
 mod timer;
 
 #[cfg(feature = "fault-injection")]

@@ -23,6 +23,7 @@ use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
 use super::runtime::{exclusive, shared, with, Role, Runtime};
+use super::settings;
 use super::{
     abandon, call, emit, fault_facts, get, get_fn, get_string, hold, inbox, inspect, object,
     open_mount, original_of, raw_config, release, to_js,
@@ -50,12 +51,21 @@ struct Mount {
     /// Which inbox records are the same value; forgotten with the records.
     sightings: Rc<RefCell<crate::sightings::Sightings>>,
     inbox_guard: Option<u32>,
+    /// The disposer of the inbox half's effect, while it is installed.
+    inbox_effect: Option<JsValue>,
     inspect_guards: Vec<u32>,
+    /// The mount's registry attachments (one per `cordisInspect` it was injected).
+    attachments: Vec<u32>,
+    /// The mount's current settings link, where the package offers a settings schema.
+    link: Option<settings::Link>,
 }
 
 /// The registry attachment of a mount: its inspect guard and provider registration.
 struct Attachment {
     mount: u32,
+    /// The injected sub-context, and the raw registry it holds.
+    sub: JsValue,
+    registry: JsValue,
     guard: Option<u32>,
     unregister: Option<Function>,
 }
@@ -114,7 +124,10 @@ fn mount(record: &JsValue, config: Config) -> Result<(), Error> {
             inbox_ledger: Rc::default(),
             sightings: Rc::default(),
             inbox_guard: None,
+            inbox_effect: None,
             inspect_guards: Vec::new(),
+            attachments: Vec::new(),
+            link: None,
         };
         rt.plugin(|s| s.mounts.insert(id, mount));
         wire(rt, id, &ctx, record, &config).inspect_err(|_| forget(rt, id))
@@ -130,20 +143,7 @@ fn wire(
     record: &JsValue,
     config: &Config,
 ) -> Result<(), Error> {
-    let host_call = |method: &str, args: &[&JsValue]| -> Result<JsValue, Error> {
-        let f = get_fn(ctx, method).ok_or(Error::HostShape {
-            target: "the plugin's context",
-            missing: vec!["ctx.provide, ctx.effect and ctx.inject"],
-        })?;
-        let disposer = call(&f, ctx, &args.iter().copied().collect::<Array>()).map_err(|_| {
-            Error::HostShape {
-                target: "the plugin's context",
-                missing: vec!["ctx.provide, ctx.effect and ctx.inject that accept the guard"],
-            }
-        })?;
-        hold(record, &disposer);
-        Ok(disposer)
-    };
+    let host_call = |method: &str, args: &[&JsValue]| host_call(ctx, record, method, args);
     let none = JsValue::UNDEFINED;
     let empty: JsValue = Array::new().into();
     let status_fallback = failed_status(&config.inbox);
@@ -183,21 +183,121 @@ fn wire(
         "effect",
         &[&records.into(), &"harness-guard: records".into()],
     )?;
-    if config.inbox.enabled {
-        let effect = rt.method(id, Role::Inbox, &none, &none, false);
-        host_call(
-            "effect",
-            &[&effect.into(), &"harness-guard: inbox.claim guard".into()],
-        )?;
-    }
-    if config.inspect.enabled || config.inbox.enabled {
-        let services: JsValue = Array::of1(&"cordisInspect".into()).into();
-        let attach = rt.method(id, Role::Registry, &none, &none, false);
-        host_call("inject", &[&services, &attach.into()])?;
-    }
+    fit_inbox(rt, id)?;
+    // Injected whatever the config: a half enabled live attaches to the registry then.
+    let services: JsValue = Array::of1(&"cordisInspect".into()).into();
+    let attach = rt.method(id, Role::Registry, &none, &none, false);
+    host_call("inject", &[&services, &attach.into()])?;
     let services: JsValue = Array::of1(&"commands".into()).into();
     let commands = rt.method(id, Role::Commands, &none, &none, false);
     host_call("inject", &[&services, &commands.into()])?;
+    settings::wire(rt, id, ctx, record)
+}
+
+/// `ctx[method](...args)`, its disposer held by `record`.
+pub(super) fn host_call(
+    ctx: &JsValue,
+    record: &JsValue,
+    method: &str,
+    args: &[&JsValue],
+) -> Result<JsValue, Error> {
+    let f = get_fn(ctx, method).ok_or(Error::HostShape {
+        target: "the plugin's context",
+        missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on"],
+    })?;
+    let disposer =
+        call(&f, ctx, &args.iter().copied().collect::<Array>()).map_err(|_| Error::HostShape {
+            target: "the plugin's context",
+            missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on that accept the guard"],
+        })?;
+    hold(record, &disposer);
+    Ok(disposer)
+}
+
+/// `f` of a live mount's settings link.
+pub(super) fn with_link<R>(
+    rt: &Runtime,
+    id: u32,
+    f: impl FnOnce(&mut Option<settings::Link>) -> R,
+) -> Option<R> {
+    rt.plugin(|s| s.mounts.get_mut(id).map(|m| f(&mut m.link)))
+}
+
+/// The context and record of a live mount.
+pub(super) fn parts(rt: &Runtime, id: u32) -> Option<(JsValue, JsValue)> {
+    rt.plugin(|s| s.mounts.get(id).map(|m| (m.ctx.clone(), m.record.clone())))
+}
+
+/// A warn line through a live mount's logger (within the per-session bound).
+pub(super) fn warn(rt: &Runtime, id: u32, text: &str) {
+    if let Some(warn) = rt.plugin(|s| s.mounts.get(id)?.warn.clone()) {
+        emit(rt, &warn, "", text);
+    }
+}
+
+/// Apply `next` to a live mount in place, without a restart: the inbox half's
+/// mode and preview length from its next claim; the deadline and grace for the
+/// client queries that begin from now on (a query already waiting keeps its
+/// own); a half enabled is installed, a half disabled uninstalled; the records
+/// and counts stay.
+pub(super) fn reconfigure(rt: &Runtime, id: u32, next: Config) -> Result<(), Error> {
+    let attachments = rt.plugin(|s| {
+        let m = s.mounts.get_mut(id)?;
+        m.config = next;
+        Some(m.attachments.clone())
+    });
+    let Some(attachments) = attachments else {
+        return Ok(());
+    };
+    for attachment in attachments {
+        fit(rt, attachment);
+    }
+    fit_inbox(rt, id)
+}
+
+/// Make the inbox half match its mount's config: installed (as an effect of the
+/// mount) while enabled, reconfigured in place, uninstalled when disabled.
+fn fit_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
+    let Some((config, guard, effect, ctx, record)) = rt.plugin(|s| {
+        let m = s.mounts.get_mut(id)?;
+        let effect = if m.config.inbox.enabled {
+            None
+        } else {
+            m.inbox_effect.take()
+        };
+        Some((
+            m.config.inbox,
+            m.inbox_guard,
+            effect,
+            m.ctx.clone(),
+            m.record.clone(),
+        ))
+    }) else {
+        return Ok(());
+    };
+    if let Some(effect) = effect {
+        // Disposing the effect runs its disposer: the guard's claims are restored.
+        if let Some(dispose) = effect.dyn_ref::<Function>() {
+            let _ = dispose.call0(&JsValue::UNDEFINED);
+        }
+        release(&record, &effect);
+        return Ok(());
+    }
+    match (config.enabled, guard) {
+        (true, Some(guard)) => inbox::reconfigure(rt, guard, config),
+        (true, None) => {
+            let none = JsValue::UNDEFINED;
+            let effect = rt.method(id, Role::Inbox, &none, &none, false);
+            let label = "harness-guard: inbox.claim guard".into();
+            let disposer = host_call(&ctx, &record, "effect", &[&effect.into(), &label])?;
+            rt.plugin(|s| {
+                if let Some(m) = s.mounts.get_mut(id) {
+                    m.inbox_effect = Some(disposer);
+                }
+            });
+        }
+        (false, _) => {}
+    }
     Ok(())
 }
 
@@ -305,6 +405,9 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
             none
         }
         Role::Command => command(rt, id, &args.get(0)),
+        Role::Update | Role::ConfigCheck | Role::Settings | Role::SettingsChange => {
+            settings::route(rt, id, role, args)?
+        }
         _ => none,
     })
 }
@@ -360,10 +463,58 @@ fn bound_on(ctx: &JsValue) -> JsValue {
     get_fn(ctx, "on").map_or(JsValue::UNDEFINED, |on| on.bind0(ctx).into())
 }
 
-/// The registry appeared in `sub` (the injected sub-context): attach the inspect
-/// half (when enabled) and the provider to it, as one effect of the sub-fiber.
+/// The registry appeared in `sub` (the injected sub-context): attach the mount
+/// to it (the inspect half when enabled, the provider when either half is), as
+/// one effect of the sub-fiber.
 fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
     let Some(registry) = get(sub, "cordisInspect").map(|r| original_of(&r)) else {
+        return;
+    };
+    let Some(record) = rt.plugin(|s| s.mounts.get(mount).map(|m| m.record.clone())) else {
+        return;
+    };
+    let id = rt.next_id();
+    rt.plugin(|s| {
+        if let Some(m) = s.mounts.get_mut(mount) {
+            m.attachments.push(id);
+        }
+        s.attachments.insert(
+            id,
+            Attachment {
+                mount,
+                sub: sub.clone(),
+                registry,
+                guard: None,
+                unregister: None,
+            },
+        );
+    });
+    fit(rt, id);
+    let none = JsValue::UNDEFINED;
+    let effect = rt.method(id, Role::Attach, &none, &none, false);
+    let label = "harness-guard: cordisInspect client-query guard and HarnessGuard provider";
+    let registered = get_fn(sub, "effect")
+        .and_then(|f| f.call2(sub, &effect, &label.into()).ok())
+        .inspect(|disposer| hold(&record, disposer));
+    if registered.is_none() {
+        detach(rt, id);
+    }
+}
+
+/// Make a registry attachment match its mount's config: the inspect guard
+/// installed while the inspect half is enabled (a live config change reaches it
+/// in place), and the provider registered while either half is.
+fn fit(rt: &Runtime, id: u32) {
+    let Some((mount, registry, sub, guard, registered)) = rt.plugin(|s| {
+        let a = s.attachments.get(id)?;
+        Some((
+            a.mount,
+            a.registry.clone(),
+            a.sub.clone(),
+            a.guard,
+            a.unregister.is_some(),
+        ))
+    }) else {
         return;
     };
     let Some((config, ledger, warn, validate, record)) = rt.plugin(|s| {
@@ -383,64 +534,91 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
             emit(rt, warn, "", text);
         }
     };
-    let mut guard = None;
-    if config.inspect.enabled {
-        let sink = inspect::Sink {
-            ledger,
-            warn: warn.clone(),
-            on_report: None,
-            validate,
-        };
-        match inspect::install(rt, &registry, config.inspect, sink, &bound_on(sub), &record) {
-            Ok(installed) => guard = installed,
-            Err(error) => say(&format!("inspect half not installed: {error}")),
+    match (config.inspect.enabled, guard) {
+        (true, Some(guard)) => inspect::reconfigure(rt, guard, config.inspect),
+        (true, None) => {
+            let sink = inspect::Sink {
+                ledger,
+                warn: warn.clone(),
+                on_report: None,
+                validate,
+            };
+            match inspect::install(
+                rt,
+                &registry,
+                config.inspect,
+                sink,
+                &bound_on(&sub),
+                &record,
+            ) {
+                Ok(Some(guard)) => rt.plugin(|s| {
+                    if let Some(a) = s.attachments.get_mut(id) {
+                        a.guard = Some(guard);
+                    }
+                    if let Some(m) = s.mounts.get_mut(mount) {
+                        m.inspect_guards.push(guard);
+                    }
+                }),
+                Ok(None) => {}
+                Err(error) => say(&format!("inspect half not installed: {error}")),
+            }
         }
+        (false, Some(guard)) => uninstall_inspect(rt, id, mount, guard),
+        (false, None) => {}
     }
-    let unregister = register_provider(rt, mount, &registry, &config).unwrap_or_else(|error| {
-        say(&format!(
-            "HarnessGuard inspect provider not registered: {error}"
-        ));
-        None
-    });
-    if let Some(unregister) = &unregister {
-        hold(&record, unregister);
+    match (config.inspect.enabled || config.inbox.enabled, registered) {
+        (true, false) => {
+            let unregister =
+                register_provider(rt, mount, &registry, &config).unwrap_or_else(|error| {
+                    say(&format!(
+                        "HarnessGuard inspect provider not registered: {error}"
+                    ));
+                    None
+                });
+            if let Some(unregister) = &unregister {
+                hold(&record, unregister);
+            }
+            rt.plugin(|s| {
+                if let Some(a) = s.attachments.get_mut(id) {
+                    a.unregister = unregister;
+                }
+            });
+        }
+        (false, true) => {
+            let unregister = rt.plugin(|s| s.attachments.get_mut(id)?.unregister.take());
+            if let Some(unregister) = unregister {
+                let _ = unregister.call0(&JsValue::UNDEFINED);
+                release(&record, &unregister);
+            }
+        }
+        _ => {}
     }
-    let id = rt.next_id();
+}
+
+/// Take the inspect guard off an attachment (its flights end as disposed).
+fn uninstall_inspect(rt: &Runtime, id: u32, mount: u32, guard: u32) {
     rt.plugin(|s| {
-        if let Some(m) = s.mounts.get_mut(mount) {
-            m.inspect_guards.extend(guard);
+        if let Some(a) = s.attachments.get_mut(id) {
+            a.guard = None;
         }
-        s.attachments.insert(
-            id,
-            Attachment {
-                mount,
-                guard,
-                unregister,
-            },
-        );
+        if let Some(m) = s.mounts.get_mut(mount) {
+            m.inspect_guards.retain(|g| *g != guard);
+        }
     });
-    let none = JsValue::UNDEFINED;
-    let effect = rt.method(id, Role::Attach, &none, &none, false);
-    let label = "harness-guard: cordisInspect client-query guard and HarnessGuard provider";
-    let registered = get_fn(sub, "effect")
-        .and_then(|f| f.call2(sub, &effect, &label.into()).ok())
-        .inspect(|disposer| hold(&record, disposer));
-    if registered.is_none() {
-        detach(rt, id);
-    }
+    inspect::dispose(rt, guard);
 }
 
 fn detach(rt: &Runtime, id: u32) {
     let Some(attachment) = rt.plugin(|s| s.attachments.remove(id)) else {
         return;
     };
+    rt.plugin(|s| {
+        if let Some(m) = s.mounts.get_mut(attachment.mount) {
+            m.attachments.retain(|a| *a != id);
+        }
+    });
     if let Some(guard) = attachment.guard {
-        rt.plugin(|s| {
-            if let Some(m) = s.mounts.get_mut(attachment.mount) {
-                m.inspect_guards.retain(|g| *g != guard);
-            }
-        });
-        inspect::dispose(rt, guard);
+        uninstall_inspect(rt, id, attachment.mount, guard);
     }
     if let Some(unregister) = attachment.unregister {
         let _ = unregister.call0(&JsValue::UNDEFINED);

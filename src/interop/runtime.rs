@@ -101,9 +101,17 @@ pub(super) enum Role {
     Command,
     /// The disposer `installInspectClientGuard` returns.
     Uninstall,
+    /// The mount's `internal/update` hook: a live config change, applied in place.
+    Update,
+    /// The `internal/config` listener: a live config change, checked before cordis validates it.
+    ConfigCheck,
+    /// `ctx.inject(['settings'], …)`: the settings service appeared (token: the settings link).
+    Settings,
+    /// A settings link's resolved value changed, or the link went away.
+    SettingsChange,
 }
 
-const ROLES: [Role; 24] = [
+const ROLES: [Role; 28] = [
     Role::Unbound,
     Role::Refused,
     Role::Claim,
@@ -128,6 +136,10 @@ const ROLES: [Role; 24] = [
     Role::Commands,
     Role::Command,
     Role::Uninstall,
+    Role::Update,
+    Role::ConfigCheck,
+    Role::Settings,
+    Role::SettingsChange,
 ];
 
 const ROLE_BITS: u32 = 5;
@@ -160,7 +172,11 @@ impl Role {
             | Role::Attach
             | Role::Detach
             | Role::Commands
-            | Role::Uninstall => Point::Effect,
+            | Role::Uninstall
+            | Role::Update
+            | Role::ConfigCheck
+            | Role::Settings
+            | Role::SettingsChange => Point::Effect,
             Role::Reports
             | Role::InspectCounts
             | Role::InspectReset

@@ -5,6 +5,8 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { GUARD_ID } from './support/dsh.mjs'
 import { byPrompt, callTool, promptOf, stepOf, textOf } from './support/fake-model.mjs'
 import { startFakeModel } from './support/fake-model.mjs'
@@ -23,13 +25,14 @@ const poisonRow = `    - id: e2e-poison-inbox
 /** Every user-message text the fake model was sent, over all requests. */
 const userTextsSent = (model) => model.requests.flatMap(r => r.body.messages.filter(m => m.role === 'user').map(m => textOf(m.content)))
 
-async function poisonedRun({ guard, label }) {
+async function poisonedRun({ guard, label, guardConfig, settings, logTap = false }) {
   const model = await startFakeModel(byPrompt())
   let home
   try {
-    home = await prepareHome({ label, profile: 'headless', guard, localPlugins: ['poison-inbox.mjs'], insertRows: poisonRow })
+    home = await prepareHome({ label, profile: 'headless', guard, guardConfig, logTap, localPlugins: ['poison-inbox.mjs'], insertRows: poisonRow })
+    if (settings !== undefined) writeFileSync(join(home.home, 'settings.yaml'), settings)
     const run = await runTask(home, model, TASK)
-    return { run, sent: userTextsSent(model), prompts: model.requests.filter(r => r.agentIndex >= 0).map(promptOf) }
+    return { run, sent: userTextsSent(model), prompts: model.requests.filter(r => r.agentIndex >= 0).map(promptOf), logs: home.logs() }
   } finally {
     await model.close()
     home?.remove()
@@ -55,6 +58,29 @@ test('(3) control: without the guard the same run exits 1 with the host\'s TypeE
   assert.ok(run.stderr.includes(CRASH), run.stderr)
   assert.deepEqual(prompts, [TASK], 'the poisoned turn died before calling the model')
   assert.ok(!sent.includes(BARE))
+})
+
+// (11) The user's section of $DSH_HOME/settings.yaml applies in headless too, and
+// wins over the row: the row says repair, the section says report (touch nothing).
+const ROW_REPAIR = 'inbox:\n  mode: repair'
+const SECTION_REPORT = 'harness-guard:\n  inbox:\n    mode: report\n'
+
+test('(11) the settings section wins over the row, headless too: mode report touches nothing, so the turn dies as without the guard', async (t) => {
+  const { run, sent, prompts, logs } = await poisonedRun({ guard: true, label: 'section', guardConfig: ROW_REPAIR, settings: SECTION_REPORT, logTap: true })
+  t.diagnostic(`exit ${run.code}; stderr ${JSON.stringify(run.stderr)}`)
+  const lines = logs.filter(l => l.name === GUARD_ID && l.type === 'warn')
+  assert.ok(lines.some(l => /observed/.test(l.text)), `the guard is mounted, in report mode: ${JSON.stringify(lines.map(l => l.text))}`)
+  assert.equal(run.timedOut, false)
+  assert.equal(run.code, 1)
+  assert.ok(run.stderr.includes(CRASH), run.stderr)
+  assert.deepEqual(prompts, [TASK])
+  assert.ok(!sent.includes(BARE))
+})
+
+test('(11) control: the same row without a settings section repairs', async () => {
+  const { run, sent } = await poisonedRun({ guard: true, label: 'section-ctl', guardConfig: ROW_REPAIR, settings: 'other-plugin:\n  x: 1\n' })
+  assert.equal(run.code, 0, run.stderr)
+  assert.ok(sent.includes(BARE))
 })
 
 // (8) The cordis tool rows mounted in headless (the host runner provides

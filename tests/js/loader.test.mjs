@@ -253,44 +253,68 @@ describe('the row through the real loader', () => {
     assert.equal(Object.hasOwn(agent.inbox, 'claim'), false, 'still untouched after a turn')
   })
 
-  test('a config change re-installs with the new values: no stale wrapper, listener or timer', async (t) => {
+  test('a config change applies in place: no restart, the query already waiting keeps its deadline, the records stay', async (t) => {
     const h = await loaderHost([ROW, ...HOST_ROWS])
     t.after(() => h.close())
     const fiber = h.rig.fiber(ID)
+    const effects = fiber.getEffects()
     const agent = await h.agent()
     assert.deepEqual(await h.send(agent, BARE), { kind: 'completed' }) // claim wrapped, repaired
+    const wrapper = agent.inbox.claim
     const listenersBefore = listenersOf(h.rig.ctx, fiber).map(l => l.event).sort()
     const timers = activeTimeouts()
     const inFlight = h.ask() // waits on the 15 s default
-    assert.equal(activeTimeouts(), timers + 1)
+    const query = rawOf(h.registry()).query
 
+    const warnings = []
+    const onWarning = (w) => warnings.push(w)
+    process.on('warning', onWarning)
+    t.after(() => process.off('warning', onWarning))
     const { logs } = await h.rig.update([{ ...ROW, config: { inspect: { deadlineMs: 80 }, inbox: { mode: 'quarantine' } } }, ...HOST_ROWS])
     assert.deepEqual(logs.filter(l => l.type === 'error'), [])
-    assert.equal(h.rig.fiber(ID), fiber, 'the same fiber, restarted')
+    assert.equal(h.rig.fiber(ID), fiber, 'the same fiber')
     assert.equal(fiber.state, FiberState.ACTIVE)
-    assert.equal(fiber.config.inspect.deadlineMs, 80)
+    const after = fiber.getEffects()
+    assert.ok(after.length === effects.length && after.every((e, i) => e === effects[i]), `not restarted: the same effects, none added or made again\n${effects.map(e => e.label).join(', ')}\n${after.map(e => e.label).join(', ')}`)
+    assert.equal(fiber.config.inspect.deadlineMs, 80, 'the fiber holds the new config')
     assert.equal(fiber.config.inbox.mode, 'quarantine')
-
-    // The query of the old tree was rejected at once, not left to its 15 s timer.
-    const old = await within(inFlight.outcome, 100)
-    assert.equal(old.error?.code, 'INSPECT_CLIENT_GUARD_DISPOSED', 'the old install rejected its query in flight')
-    assert.equal(rawOf(h.registry()).pending.size, 0)
-    assert.equal(activeTimeouts(), timers, 'the old deadline timer is gone')
-    assertRegistryGuarded(h.registry(), 'after the change')
+    assert.equal(rawOf(h.registry()).query, query, 'the same registry wrapper')
+    assert.equal(agent.inbox.claim, wrapper, 'the same claim wrapper')
     assert.deepEqual(listenersOf(h.rig.ctx, fiber).map(l => l.event).sort(), listenersBefore, 'the same listeners, not doubled')
 
+    // The next query gets the new deadline; the one already waiting keeps its own.
     const q = h.ask()
     const out = await within(q.outcome, 2000)
     assert.equal(out.error?.code, 'INSPECT_CLIENT_DEADLINE')
     assert.match(out.error.message, /within 80ms/, 'the new deadline is in force')
-    assert.equal(activeTimeouts(), timers)
+    assert.equal(await within(inFlight.outcome, 50), 'hung', 'the query already waiting is not ended by the change')
+    assert.equal(activeTimeouts(), timers + 1, 'one deadline timer, for the waiting query')
 
-    assert.equal(Object.hasOwn(agent.inbox, 'claim'), false, "the old tree's claim wrapper is gone")
     await h.send(agent, 'another bare string')
-    assert.equal(marker(agent.inbox.claim)?.original, host.Inbox.prototype.claim, "the new tree wraps the class method, not the old wrapper")
     assert.ok(!modelTexts(h.model).includes('another bare string'), 'the new mode (quarantine) is in force')
     const claimed = h.rig.ctx.get('inboxInputGuard').violations().filter(v => v.origin === 'claimed')
-    assert.deepEqual(claimed.map(v => v.action), ['quarantined'], 'the new tree has its own, fresh ledger')
+    assert.deepEqual(claimed.map(v => v.action), ['repaired', 'quarantined'], 'the records stay: one ledger across the change')
+    assert.deepEqual(warnings.filter(w => w.code === 'HARNESS_GUARD'), [], 'a change applied says nothing')
+    const ended = await h.rig.update([{ ...ROW, disabled: true }, ...HOST_ROWS])
+    assert.deepEqual(ended.logs.filter(l => l.type === 'error'), [])
+    const old = await within(inFlight.outcome, 1000)
+    assert.equal(old.error?.code, 'INSPECT_CLIENT_GUARD_DISPOSED', 'disabling the row still disposes as before')
+  })
+
+  test('control: without the guard\'s internal/update hook, the same edit restarts it (the query in flight ends with the old tree)', async (t) => {
+    const h = await loaderHost([ROW, ...HOST_ROWS])
+    t.after(() => h.close())
+    const fiber = h.rig.fiber(ID)
+    const effects = fiber.getEffects()
+    const inFlight = h.ask()
+    fiber._hooks['internal/update'] = undefined // as a plugin with no hook has none
+    await h.rig.update([{ ...ROW, config: { inspect: { deadlineMs: 80 } } }, ...HOST_ROWS])
+    const old = await within(inFlight.outcome, 1000)
+    assert.equal(old.error?.code, 'INSPECT_CLIENT_GUARD_DISPOSED', 'restarted: the query in flight ended with the old tree')
+    assert.equal(fiber.state, FiberState.ACTIVE)
+    const after = fiber.getEffects()
+    assert.deepEqual(after.map(e => e.label), effects.map(e => e.label), 'the same effects')
+    assert.ok(after.every(e => !effects.includes(e)), 'made again')
   })
 
   const INVALID = [
@@ -314,9 +338,17 @@ describe('the row through the real loader', () => {
     const fiber = h.rig.fiber(ID)
     const uid = fiber.uid
     const agent = await h.agent()
+    const warnings = []
+    const onWarning = (w) => { if (w.code === 'HARNESS_GUARD') warnings.push(w.message) }
+    process.on('warning', onWarning)
+    t.after(() => process.off('warning', onWarning))
     for (const [config, field] of INVALID) {
       const label = JSON.stringify(config)
+      const mark = warnings.length
       const { logs } = await h.rig.update([{ ...ROW, config }, ...HOST_ROWS])
+      const said = warnings.slice(mark)
+      assert.equal(said.length, 1, `${label}: the refused live edit is said once on stderr`)
+      assert.ok(said[0].startsWith(`harness-guard: config refused, the running config stays: invalid harness-guard config: ${field} is `), `${label}: ${said[0]}`)
       const errors = logs.filter(l => l.type === 'error')
       assert.equal(errors.length, 1, `${label}: one error logged`)
       assert.equal(errors[0].name, 'loader', `${label}: logged by the loader`)
@@ -327,7 +359,9 @@ describe('the row through the real loader', () => {
       assertRegistryGuarded(h.registry(), label)
     }
     // The programmatic path rejects with the same ValidationError and logs nothing.
+    const mark = warnings.length
     const programmatic = await h.rig.updateEntry(ID, { config: { inbox: { previewChars: 0 } } })
+    assert.equal(warnings.length, mark + 1, 'refused live: said once')
     assert.equal(programmatic.error?.name, 'ValidationError')
     assert.match(programmatic.error.message, /inbox\.previewChars/)
     assert.equal(fiber.state, FiberState.ACTIVE)
@@ -341,15 +375,23 @@ describe('the row through the real loader', () => {
     assert.ok(modelTexts(h.model).includes(BARE))
     assert.deepEqual(unhandled.list, [], 'no unhandled rejection')
 
-    // A valid change afterwards is applied.
+    // A valid change afterwards is applied, and says nothing.
+    const quiet = warnings.length
     await h.rig.update([{ ...ROW, config: { inspect: { deadlineMs: 90 } } }, ...HOST_ROWS])
+    assert.equal(warnings.length, quiet, 'an applied change says nothing')
     assert.equal(h.rig.fiber(ID).state, FiberState.ACTIVE)
     assert.equal(h.rig.fiber(ID).config.inspect.deadlineMs, 90)
   })
 
-  test('an invalid config at the first mount installs nothing and names the field', async (t) => {
+  test('an invalid config at the first mount installs nothing and names the field (not a live change: no "config refused" warning)', async (t) => {
+    const warnings = []
+    const onWarning = (w) => { if (w.code === 'HARNESS_GUARD') warnings.push(w.message) }
+    process.on('warning', onWarning)
+    t.after(() => process.off('warning', onWarning))
     const h = await loaderHost([...HOST_ROWS, { ...ROW, config: { inspect: { deadlineMs: 100, refusalGraceMs: 101 } } }])
     t.after(() => h.close())
+    await tick()
+    assert.deepEqual(warnings, [], 'a mount refused at activation is not a refused live change')
     const fiber = h.rig.fiber(ID)
     assert.equal(fiber?.state, FiberState.FAILED)
     assert.match(h.rig.logs.text(['error']), /inspect\.refusalGraceMs/)
@@ -485,7 +527,7 @@ describe('profiles (dsh-app-boot) with the shipped cordis.patch.yml as a bundle 
     assert.equal(h.rig.fiber(ID)?.state, FiberState.ACTIVE, 'still mounted after a live change')
   })
 
-  test('a user-layer config change re-installs; an invalid one is refused (logged by the include, field named) and the last good tree keeps running', async (t) => {
+  test('a user-layer config change applies in place; an invalid one is refused (logged by the include, field named) and the last good tree keeps running', async (t) => {
     const unhandled = recordUnhandledRejections()
     t.after(() => unhandled.stop())
     const h = await profile(t, { userPatch: insert(HOST_ROWS) })

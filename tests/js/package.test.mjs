@@ -28,7 +28,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join, posix, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import semver from 'semver'
 import { blobHash, parseRecord } from './support/readme-pair.mjs'
@@ -45,11 +45,11 @@ const HARNESS_PEERS = ['@deepseek-ai/dsh-cordis-host-runner', '@deepseek-ai/dsh-
 
 /** What the tarball must hold (paths under `package/`). */
 const REQUIRED = [
-  'package.json', 'index.js', 'index.d.ts', 'guard.js', 'guard.d.ts', 'host.js',
+  'package.json', 'index.js', 'index.d.ts', 'guard.js', 'guard.d.ts', 'host.js', 'config.js', 'client.js',
   'harness_guard.js', 'harness_guard.d.ts', 'harness_guard_bg.wasm', 'cordis.patch.yml',
   'README.md', 'README.zh.md', 'README.i18n.yaml', 'CHANGELOG.md', 'LICENSE',
   // What the READMEs link to: the design and testing notes, the benchmark results and chart.
-  'docs/ARCHITECTURE.md', 'docs/TESTING.md', 'BENCHMARKS.md', 'benchmarks.svg',
+  'docs/API.md', 'docs/ARCHITECTURE.md', 'docs/TESTING.md', 'BENCHMARKS.md', 'benchmarks.svg',
   // The pictures of dsh web's page (`make screenshots`).
   'docs/images/deadline-in-chat.png', 'docs/images/harness-guard-command.png',
 ]
@@ -262,13 +262,17 @@ describe('the tarball', () => {
     assert.deepEqual(stale, [], '"files" names nothing that is not built')
   })
 
-  test('every relative link of the shipped READMEs resolves to a shipped file', () => {
-    for (const side of ['README.md', 'README.zh.md']) {
-      const text = readEntry(tarball, side).toString('utf8')
+  test('every relative link of the shipped Markdown resolves to a shipped file', () => {
+    const pages = entries.filter(e => e.endsWith('.md'))
+    assert.ok(pages.includes('README.md') && pages.includes('docs/ARCHITECTURE.md'), `the pages: ${pages.join(', ')}`)
+    for (const page of pages) {
+      const text = readEntry(tarball, page).toString('utf8')
       const targets = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map(m => m[1]).filter(t => !/^[a-z]+:/i.test(t) && !t.startsWith('#'))
-      assert.ok(targets.length >= 4, `${side} links to the rest of the package (${targets.length} links)`)
-      const broken = targets.filter(t => !entries.includes(t.split('#')[0].replace(/^\.\//, '')))
-      assert.deepEqual(broken, [], `${side}: links to files the tarball does not hold`)
+      if (page.startsWith('README')) assert.ok(targets.length >= 4, `${page} links to the rest of the package (${targets.length} links)`)
+      // Relative to the page's own folder, as a package page renders it.
+      const base = page.includes('/') ? page.slice(0, page.lastIndexOf('/') + 1) : ''
+      const broken = targets.filter(t => !entries.includes(posix.normalize(base + t.split('#')[0])))
+      assert.deepEqual(broken, [], `${page}: links to files the tarball does not hold`)
     }
   })
 
@@ -314,7 +318,7 @@ describe('the tarball', () => {
 
   test('package.json: each peer range admits every host version installed in either rig, read with npm\'s semver, and no version next to them', () => {
     const peers = manifest.peerDependencies ?? {}
-    assert.deepEqual(Object.keys(peers).sort(), ['@deepseek-ai/cordis', ...HARNESS_PEERS, '@deepseek-ai/dsh-tools', '@deepseek-ai/dsh-commands'].sort(), 'the peers')
+    assert.deepEqual(Object.keys(peers).sort(), ['@deepseek-ai/cordis', ...HARNESS_PEERS, '@deepseek-ai/dsh-tools', '@deepseek-ai/dsh-commands', '@deepseek-ai/dsh-settings'].sort(), 'the peers')
     const problems = Object.entries(peers).flatMap(([name, range]) => peerRangeProblems(range, testedVersions(name)).map(p => `${name} "${range}" ${p}`))
     assert.deepEqual(problems, [])
     // The two rigs are two host releases, not one twice.
@@ -366,6 +370,24 @@ describe('the tarball', () => {
     }).map(([dir, name, version]) => `${dir.slice(REPO.length + 1)}: the table says ${name} ${version}, the rig has ${installedVersion(dir, name)}`)
     assert.ok(claims.length > 20, `the table covers the rigs (${claims.length} claims)`)
     assert.deepEqual(wrong, [])
+  })
+
+  test('the browser half: a dsh.client package as the host declares one, its bundle registering under the package name', async () => {
+    assert.deepEqual(manifest.dsh?.client, { platform: 'web', inject: ['@deepseek-ai/dsh-client-connection', '@deepseek-ai/dsh-client-locale', '@deepseek-ai/dsh-client-ui-settings'] })
+    assert.deepEqual(manifest.exports?.['./client'], { default: './client.js' }, 'the host\'s client-modules resolves exports["./client"]')
+    const text = readEntry(tarball, 'client.js').toString('utf8')
+    const registered = []
+    const window = { __ModuleLoader__: { load: (registration) => registered.push(registration) } }
+    new Function('window', text)(window) // a classic script, as the page runs it
+    assert.deepEqual(registered.map(r => r.id), [NAME], 'one factory, under the row\'s package name')
+    const asked = []
+    const exports = registered[0].factory((specifier) => {
+      asked.push(specifier)
+      return { createElement: () => null, Fragment: 'fragment', useState: () => [false, () => {}] }
+    })
+    assert.deepEqual(asked, ['react'], 'it asks the page for React only (the shell\'s static table has it)')
+    assert.equal(typeof exports.apply, 'function')
+    assert.deepEqual(exports.inject, [], 'nothing required up front: a page missing a service boots without the card')
   })
 
   test('package.json: dsh.bundle.patch points at the shipped cordis.patch.yml, whose content is the one contract row', async () => {
@@ -439,7 +461,7 @@ describe('installed from the tarball into a fresh consumer project', () => {
     assert.deepEqual(Object.keys(guard).sort(), ['installInspectClientGuard', 'originalOf'], `"${NAME}/guard"`)
   })
 
-  test('Config: a description on every field and section, defaults as the contract says', async () => {
+  test('Config: a description on every field and section; defaults and ranges as the contract says, each bound to Rust\'s', async () => {
     const { Config } = await importFrom(NAME, project)
     const missing = []
     const walk = (schema, path) => {
@@ -449,7 +471,7 @@ describe('installed from the tarball into a fresh consumer project', () => {
     for (const [key, child] of Object.entries(Config.dict)) walk(child, key)
     assert.deepEqual(missing, [], 'fields without a description the settings UI could show')
     assert.deepEqual(Config({}), { inspect: { enabled: true, deadlineMs: 15000 }, inbox: { enabled: true, mode: 'repair', previewChars: 80 } })
-    // The schema's defaults are written out in JS (no wasm runs at import); they must be the ones Rust applies.
+    // The schema's defaults and ranges are written out in JS (no wasm runs at import); they must be the ones Rust applies.
     const base = pathToFileURL(join(project, 'node_modules', NAME, 'index.js'))
     const { ready } = await import(new URL('./host.js', base).href)
     ready() // the wasm is instantiated at the first entry, not at import
@@ -459,6 +481,60 @@ describe('installed from the tarball into a fresh consumer project', () => {
       inspect: { enabled: rust.inspect.enabled, deadlineMs: rust.inspect.deadlineMs },
       inbox: { enabled: rust.inbox.enabled, mode: rust.inbox.mode, previewChars: rust.inbox.previewChars },
     }, 'the schema defaults are the Rust defaults')
+    const accepts = (value) => { try { parseConfig(value); return true } catch { return false } }
+    const ranges = []
+    for (const [section, fields] of Object.entries({ inspect: ['deadlineMs', 'refusalGraceMs'], inbox: ['previewChars'] })) {
+      for (const key of fields) {
+        const { min, max, step } = Config.dict[section].dict[key].meta
+        const at = (n) => (key === 'refusalGraceMs' ? { [section]: { deadlineMs: 2147483647, [key]: n } } : { [section]: { [key]: n } })
+        ranges.push([`${section}.${key}`, min, max, step])
+        assert.equal(step, 1, `${section}.${key}: an integer`)
+        assert.ok(accepts(at(min)) && accepts(at(max)), `${section}.${key}: Rust accepts the schema's ${min} and ${max}`)
+        assert.ok(!accepts(at(min - 1)) && !accepts(at(max + 1)), `${section}.${key}: Rust refuses just outside ${min}..=${max}`)
+      }
+    }
+    assert.deepEqual(ranges, [['inspect.deadlineMs', 1, 2147483647, 1], ['inspect.refusalGraceMs', 0, 2147483647, 1], ['inbox.previewChars', 1, 100000, 1]])
+    assert.deepEqual(Config.dict.inbox.dict.mode.list.map(c => c.value), ['repair', 'quarantine', 'report'])
+    for (const mode of ['repair', 'quarantine', 'report', 'fix']) assert.equal(accepts({ inbox: { mode } }), mode !== 'fix', `Rust on mode ${mode}`)
+  })
+
+  test('Config is called as schemastery schemas are called: it throws what the mount refuses, with the mount\'s message', async () => {
+    const { Config } = await importFrom(NAME, project)
+    const Schema = (await importFrom('@deepseek-ai/schemastery', project)).default
+    const refused = [
+      [{ inspect: { deadlineMs: 0 } }, 'inspect.deadlineMs is 0, expected an integer in 1..=2147483647'],
+      [{ inspect: { deadlineMs: -5 } }, 'inspect.deadlineMs is -5, expected an integer in 1..=2147483647'],
+      [{ inspect: { deadlineMs: 1.5 } }, 'inspect.deadlineMs is 1.5, expected an integer in 1..=2147483647'],
+      [{ inspect: { deadlineMs: Number.NaN } }, 'inspect.deadlineMs is NaN, expected an integer in 1..=2147483647'],
+      [{ inspect: { deadlineMs: '3000' } }, 'inspect.deadlineMs is "3000", expected an integer in 1..=2147483647'],
+      [{ inspect: { deadlineMs: 2147483648 } }, 'inspect.deadlineMs is 2147483648, expected an integer in 1..=2147483647'],
+      [{ inbox: { previewChars: 100001 } }, 'inbox.previewChars is 100001, expected an integer in 1..=100000'],
+      [{ bogus: 1 }, 'bogus is 1, expected no such key (known keys: inspect, inbox)'],
+      [{ inspect: { deadlineMs: 500, refusalGraceMs: 501 } }, 'inspect.refusalGraceMs is 501, expected an integer in 0..=500'],
+    ]
+    for (const [value, text] of refused) {
+      const label = JSON.stringify(value, (k, v) => (Number.isNaN(v) ? 'NaN' : v))
+      let thrown
+      try { Config(value) } catch (error) { thrown = error }
+      assert.ok(thrown, `${label}: Config(value) throws`)
+      assert.equal(thrown.message, `invalid harness-guard config: ${text}`, `${label}: the mount's message`)
+      assert.equal(thrown.code, 'HARNESS_GUARD_INVALID_CONFIG')
+      assert.ok(Schema.ValidationError.is(thrown), `${label}: a schemastery ValidationError`)
+      const issues = Config['~standard'].validate(value).issues
+      assert.deepEqual(issues?.map(i => i.message), [thrown.message], `${label}: validate gives the same issue`)
+      assert.deepEqual(issues[0].path, thrown.field.split('.'))
+    }
+    // Control: the same schema without Rust's checks (the schemastery object under Config) lets these through.
+    const plain = Schema.object({ inspect: Config.dict.inspect, inbox: Config.dict.inbox })
+    assert.deepEqual(plain({ bogus: 1 }).bogus, 1, 'control: schemastery keeps an unknown key')
+    assert.deepEqual(plain({ inspect: { deadlineMs: 500, refusalGraceMs: 501 } }).inspect.refusalGraceMs, 501, 'control: schemastery has no cross-field check')
+    assert.deepEqual(Config(undefined), { inspect: { enabled: true, deadlineMs: 15000 }, inbox: { enabled: true, mode: 'repair', previewChars: 80 } }, 'undefined: the defaults')
+    assert.deepEqual(Config['~standard'].validate(undefined), { value: Config(undefined) })
+    assert.equal(Config['~standard'].vendor, 'schemastery', 'the loader and dsh-settings read it as schemastery')
+    // What settings surfaces read: the schema's JSON, which schemastery rehydrates with ranges and defaults.
+    const back = new Schema(JSON.parse(JSON.stringify(Config.toJSON())))
+    assert.deepEqual(back.dict.inspect.dict.deadlineMs.meta, { default: 15000, description: Config.dict.inspect.dict.deadlineMs.meta.description, step: 1, min: 1, max: 2147483647 })
+    assert.deepEqual(back({}), Config({}))
   })
 
   test('TypeScript: a strict consumer of both entry points type-checks against the shipped .d.ts (pinned typescript)', async () => {
