@@ -167,7 +167,7 @@ pub enum RefusalEffect {
 }
 
 /// All flights in the air, and the heap of their due times.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Flights {
     table: Vec<Option<Flight>>,
     free: Vec<Slot>,
@@ -176,10 +176,22 @@ pub struct Flights {
     live: usize,
 }
 
+impl Default for Flights {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Flights {
-    /// An empty table.
-    pub fn new() -> Self {
-        Self::default()
+    /// An empty table (a `const fn`: a thread-local of one needs no lazy start).
+    pub const fn new() -> Self {
+        Self {
+            table: Vec::new(),
+            free: Vec::new(),
+            generations: Vec::new(),
+            heap: BinaryHeap::new(),
+            live: 0,
+        }
     }
 
     /// Flights currently in the table (waiting or ended but not yet landed).

@@ -26,13 +26,18 @@ pub struct IdMap<T> {
 
 impl<T> Default for IdMap<T> {
     fn default() -> Self {
-        IdMap {
-            entries: Vec::new(),
-        }
+        Self::new()
     }
 }
 
 impl<T> IdMap<T> {
+    /// An empty map (a `const fn`: a thread-local of one needs no lazy start).
+    pub const fn new() -> Self {
+        IdMap {
+            entries: Vec::new(),
+        }
+    }
+
     fn find(&self, id: u32) -> Result<usize, usize> {
         self.entries.binary_search_by_key(&id, |(k, _)| *k)
     }

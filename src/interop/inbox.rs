@@ -22,13 +22,13 @@ use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::patch::PatchHandle;
-use super::runtime::{exclusive, shared, token, Role, Runtime};
-use super::{
-    at, drop_at, emit_with, get, get_fn, get_string, hold, is_array, length, object, patch_claim,
-    plain_copy, release, render_head, render_head_at, repair_at, repair_message, safe_string,
-    shape, shapes, stale_patches, to_index, vouched,
+use super::instance::{emit_with, exclusive, shared, token, Instance, Role};
+use super::js::{
+    at, drop_at, get, get_fn, get_string, hold, is_array, length, object, patch_claim, plain_copy,
+    release, render_head, render_head_at, repair_at, repair_message, safe_string, shape, shapes,
+    stale_patches, to_index, vouched,
 };
+use super::patch::PatchHandle;
 use crate::config::{InboxConfig, Mode};
 use crate::echo::{escape, preview};
 use crate::idmap::IdMap;
@@ -46,9 +46,23 @@ struct Guard {
 }
 
 /// Inbox guards by id.
-#[derive(Default)]
-pub(crate) struct State {
+struct State {
     guards: IdMap<Guard>,
+}
+
+thread_local! {
+    /// The inbox guards.
+    static STATE: RefCell<State> = const {
+        RefCell::new(State {
+            guards: IdMap::new(),
+        })
+    };
+}
+
+/// `f` on the inbox guards (see [`exclusive`]).
+#[inline(always)]
+fn state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    STATE.with(|cell| exclusive(cell, f))
 }
 
 /// What one guard needs while it works; shared out (an `Rc`, no JS handle cloned per
@@ -88,15 +102,15 @@ pub(super) struct Records {
     pub(super) sightings: Rc<RefCell<Sightings>>,
 }
 
-fn ctx(rt: &Runtime, guard: u32) -> Option<Rc<Ctx>> {
-    rt.inbox(|state| state.guards.get(guard).map(|g| g.cx.clone()))
+fn ctx(guard: u32) -> Option<Rc<Ctx>> {
+    state(|state| state.guards.get(guard).map(|g| g.cx.clone()))
 }
 
 /// Install the inbox guard, listening through `on(event, listener, options) → dispose`.
 /// The claims of `owner`'s agents that an earlier instance wrapped are guarded
 /// again at once (their wrappers re-pointed).
 pub(super) fn install(
-    rt: &Runtime,
+    rt: &Instance,
     config: InboxConfig,
     records: Records,
     on: &JsValue,
@@ -128,7 +142,7 @@ pub(super) fn install(
         unlisten: Vec::new(),
     };
     // A fresh id: nothing was under it (dropped after the borrow all the same).
-    let replaced = rt.inbox(|state| state.guards.insert(guard, guard_state));
+    let replaced = state(|state| state.guards.insert(guard, guard_state));
     drop(replaced);
     let prepend = object(&[("prepend", &JsValue::TRUE)]);
     let mut unlisten = Vec::new();
@@ -152,7 +166,7 @@ pub(super) fn install(
                 for d in unlisten {
                     let _ = d.call0(&JsValue::UNDEFINED);
                 }
-                let removed = rt.inbox(|state| state.guards.remove(guard));
+                let removed = state(|state| state.guards.remove(guard));
                 drop(removed);
                 return Err(crate::error::Error::HostShape {
                     target: "the inbox guard's host",
@@ -163,20 +177,20 @@ pub(super) fn install(
             }
         }
     }
-    rt.inbox(|state| {
+    state(|state| {
         if let Some(g) = state.guards.get_mut(guard) {
             g.unlisten = unlisten;
         }
     });
     for inbox in stale_patches(owner, "claim").iter() {
-        wrap(rt, guard, &inbox);
+        wrap(guard, &inbox);
     }
     Ok(guard)
 }
 
 /// Remove the guard: restore every wrapped `claim`, drop its listeners.
-pub(super) fn dispose(rt: &Runtime, guard: u32) {
-    let removed = rt.inbox(|s| s.guards.remove(guard));
+pub(super) fn dispose(guard: u32) {
+    let removed = state(|s| s.guards.remove(guard));
     if let Some(g) = removed {
         for d in &g.unlisten {
             let _ = d.call0(&JsValue::UNDEFINED);
@@ -193,11 +207,11 @@ const PRUNE_FLOOR: usize = 8;
 
 /// Wrap `inbox.claim` if no live harness-guard wrapper is there yet (one an
 /// earlier instance left is re-pointed to this guard).
-fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
+fn wrap(guard: u32, inbox: &JsValue) {
     if !inbox.is_object() {
         return;
     }
-    let Some(owner) = ctx(rt, guard).map(|cx| cx.owner.clone()) else {
+    let Some(owner) = ctx(guard).map(|cx| cx.owner.clone()) else {
         return;
     };
     let Ok(Some(patch)) =
@@ -207,7 +221,7 @@ fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
     };
     // Handles are dropped after the borrow: dropping one restores its slot, a call
     // into JavaScript (a handle of a collected inbox restores nothing, but the rule holds).
-    let dropped = rt.inbox(|state| {
+    let dropped = state(|state| {
         let Some(g) = state.guards.get_mut(guard) else {
             // The guard went away meanwhile: this patch is undone at once.
             return vec![patch];
@@ -227,9 +241,9 @@ fn wrap(rt: &Runtime, guard: u32, inbox: &JsValue) {
 }
 
 /// `agent/created`: wrap the new agent's inbox. Never throws (a throw would veto the agent).
-pub(super) fn created(rt: &Runtime, guard: u32, payload: &JsValue) {
+pub(super) fn created(guard: u32, payload: &JsValue) {
     if let Some(inbox) = get(payload, "agent").and_then(|a| get(&a, "inbox")) {
-        wrap(rt, guard, &inbox);
+        wrap(guard, &inbox);
     }
 }
 
@@ -308,8 +322,8 @@ impl Codes {
 /// queued, the wrapper claims the next queued prompt for this turn: an emptied
 /// turn would otherwise end `completed` without looking at the queue, stranding
 /// it until something else wakes the agent.
-pub(super) fn claim(rt: &Runtime, guard: u32, claimed: Claimed) -> bool {
-    let Some(cx) = ctx(rt, guard) else {
+pub(super) fn claim(guard: u32, claimed: Claimed) -> bool {
+    let Some(cx) = ctx(guard) else {
         return false;
     };
     let batch = &claimed.batch;
@@ -335,11 +349,11 @@ pub(super) fn claim(rt: &Runtime, guard: u32, claimed: Claimed) -> bool {
 }
 
 /// The guard's `agent/pre-step` entry (registered `prepend`); the wrapper calls `next()` after it.
-pub(super) fn pre_step(rt: &Runtime, guard: u32, event: &JsValue) {
-    if let Some(cx) = ctx(rt, guard) {
+pub(super) fn pre_step(guard: u32, event: &JsValue) {
+    if let Some(cx) = ctx(guard) {
         let inbox = get(event, "agent").and_then(|a| get(&a, "inbox"));
         if let Some(inbox) = &inbox {
-            wrap(rt, guard, inbox);
+            wrap(guard, inbox);
         }
         let none = JsValue::UNDEFINED;
         let session = Session::of(inbox.as_ref().unwrap_or(&none));
@@ -369,8 +383,8 @@ pub(super) fn pre_step(rt: &Runtime, guard: u32, event: &JsValue) {
 
 /// `session/event` for an `agent/inbox/spliced` write that inserted something (the
 /// observer lets only those through): record each non-message it inserted.
-pub(super) fn session_event(rt: &Runtime, guard: u32, session: &JsValue, event: &JsValue) {
-    let Some(cx) = ctx(rt, guard) else {
+pub(super) fn session_event(guard: u32, session: &JsValue, event: &JsValue) {
+    let Some(cx) = ctx(guard) else {
         return;
     };
     let data = get(event, "data").unwrap_or(JsValue::UNDEFINED);
@@ -763,14 +777,14 @@ fn warn(cx: &Ctx, session_id: &str, text: &str) {
 /// [`warn`], the line made only when it is written.
 fn warn_with(cx: &Ctx, session_id: &str, text: &dyn Fn() -> String) {
     if let Some(w) = &cx.warn {
-        super::runtime::with(|rt| emit_with(rt, w, session_id, text));
+        emit_with(w, session_id, text);
     }
 }
 
 /// Give a live guard a new mode and preview length, from its next claim on
 /// (its wrappers, listeners and records stay).
-pub(super) fn reconfigure(rt: &Runtime, guard: u32, config: InboxConfig) {
-    let Some(cx) = ctx(rt, guard) else {
+pub(super) fn reconfigure(guard: u32, config: InboxConfig) {
+    let Some(cx) = ctx(guard) else {
         return;
     };
     let next = Rc::new(Ctx {
@@ -783,7 +797,7 @@ pub(super) fn reconfigure(rt: &Runtime, guard: u32, config: InboxConfig) {
         owner: cx.owner.clone(),
         summaries: RefCell::default(),
     });
-    rt.inbox(|s| {
+    state(|s| {
         if let Some(g) = s.guards.get_mut(guard) {
             g.cx = next;
         }

@@ -27,13 +27,15 @@ use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::patch::PatchHandle;
-use super::runtime::{exclusive, token, with, Role, Runtime};
-use super::{
-    at, call, disposer_of, emit, emit_with, flight_of, get, get_fn, get_string, hold, length,
+use super::fault;
+use super::instance::{emit, emit_with, exclusive, shared, token, Instance, Role};
+use super::js::{
+    at, call, deliver, disposer_of, flight_of, get, get_fn, get_string, hold, length,
     make_announcer, monotonic_now, object, open_mount, original_of, patch_query, patch_resolve,
     raw_config, release, report_later, take_flight, text_of, to_js,
 };
+use super::patch::PatchHandle;
+use super::timer::DeadlineTimer;
 use crate::config::{self, InspectConfig};
 use crate::echo::escape;
 use crate::error::{Error, Refusal};
@@ -66,7 +68,7 @@ impl Sink {
         }
         if let Some(warn) = &self.warn {
             let session = report.session_id.as_deref().unwrap_or_default();
-            with(|rt| emit_with(rt, warn, session, &|| text(&report)));
+            emit_with(warn, session, &|| text(&report));
         }
         exclusive(&self.ledger, |ledger| ledger.push(report));
     }
@@ -86,17 +88,31 @@ struct Guard {
 /// Inspect guards and the flights of all of them. (The JavaScript half of each
 /// flight, its registry and names, its request and the error its caller gets,
 /// stays in `flights.js` under the same key.)
-#[derive(Default)]
-pub(crate) struct State {
+struct State {
     guards: IdMap<Guard>,
     flights: Flights,
 }
 
-impl State {
-    pub(super) fn in_flight(&self) -> usize {
-        self.flights.len()
-    }
+thread_local! {
+    /// The inspect guards and their flights.
+    static STATE: RefCell<State> = const {
+        RefCell::new(State {
+            guards: IdMap::new(),
+            flights: Flights::new(),
+        })
+    };
+    /// The one deadline timer, beside the flights that decide it (a cell of its
+    /// own: Node's timer functions are called while it is borrowed).
+    static TIMER: RefCell<DeadlineTimer> = const { RefCell::new(DeadlineTimer::new()) };
+}
 
+/// `f` on the inspect guards and their flights (see [`exclusive`]).
+#[inline(always)]
+fn state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    STATE.with(|cell| exclusive(cell, f))
+}
+
+impl State {
     /// The sink of a guard, while it is installed.
     fn sink(&self, guard: u32) -> Option<Rc<Sink>> {
         self.guards.get(guard).map(|g| g.sink.clone())
@@ -128,7 +144,7 @@ fn request_of(flight: &JsValue) -> (String, Option<String>) {
 /// the mount record `owner`. `Ok(None)`: the registry is already guarded,
 /// nothing was installed. Wrappers an earlier instance left are re-pointed.
 pub(super) fn install(
-    rt: &Runtime,
+    rt: &Instance,
     registry: &JsValue,
     config: InspectConfig,
     sink: Sink,
@@ -201,7 +217,7 @@ pub(super) fn install(
         });
     };
     hold(owner, &unlisten);
-    let state = Guard {
+    let installed = Guard {
         config,
         sink: Rc::new(sink),
         registry: raw,
@@ -211,7 +227,7 @@ pub(super) fn install(
         owner: owner.clone(),
     };
     // A fresh id: nothing was under it (dropped after the borrow all the same).
-    let replaced = rt.inspect(|s| s.guards.insert(guard, state));
+    let replaced = state(|s| s.guards.insert(guard, installed));
     drop(replaced);
     Ok(Some(guard))
 }
@@ -223,7 +239,7 @@ pub fn install_programmatic(
     options: &JsValue,
     host: &JsValue,
 ) -> Result<Function, Error> {
-    super::fault::check(super::fault::Point::Apply);
+    fault::check(fault::Point::Apply);
     config::parse_inspect_options(&raw_config(options))?;
     let raw = original_of(registry);
     let record = open_mount("inspect", &raw, options, host, &JsValue::UNDEFINED).map_err(|_| {
@@ -232,12 +248,12 @@ pub fn install_programmatic(
             missing: vec!["a record of the install"],
         }
     })?;
-    with(|rt| reinstall(rt, &record))?;
+    super::instance::with(|rt| reinstall(rt, &record))?;
     Ok(disposer_of(&record))
 }
 
 /// Install (again) what the programmatic install `record` asked for.
-pub(super) fn reinstall(rt: &Runtime, record: &JsValue) -> Result<(), Error> {
+pub(super) fn reinstall(rt: &Instance, record: &JsValue) -> Result<(), Error> {
     let raw = get(record, "registry").unwrap_or(JsValue::UNDEFINED);
     let options = get(record, "config").unwrap_or(JsValue::UNDEFINED);
     let host = get(record, "host").unwrap_or(JsValue::UNDEFINED);
@@ -289,8 +305,8 @@ fn bound(on: &Function, ctx: &JsValue) -> JsValue {
 /// goes on waiting (a query refused before waiting never begins). Returns the
 /// flight's key, or -1 to leave the query unguarded (the guard is gone: the
 /// registry then settles it alone).
-pub(super) fn begin(rt: &Runtime, guard: u32, started_at: f64, unannounced: bool) -> f64 {
-    let begun = rt.inspect(|state| {
+pub(super) fn begin(guard: u32, started_at: f64, unannounced: bool) -> f64 {
+    let begun = state(|state| {
         let g = state.guards.get_mut(guard)?;
         let query = Query {
             guard,
@@ -307,15 +323,14 @@ pub(super) fn begin(rt: &Runtime, guard: u32, started_at: f64, unannounced: bool
     };
     if let Some(warn) = warn {
         emit(
-            rt,
             &warn,
             "",
             "the registry did not emit cordis/inspect-query while a client query went on waiting; \
              the guard found the request in the registry's pending entries instead",
         );
     }
-    rearm_at(rt, started_at);
-    rt.hold_while_waiting();
+    rearm_at(started_at);
+    hold_while_waiting();
     key.to_f64()
 }
 
@@ -323,12 +338,12 @@ pub(super) fn begin(rt: &Runtime, guard: u32, started_at: f64, unannounced: bool
 /// `TypeError`. `args` is `[requestId, key]`, the key of the flight of that
 /// request when one waits (else -1). Answers `undefined` when the guard is gone:
 /// the wrapper then calls the registry as it was.
-pub(super) fn unbound(rt: &Runtime, guard: u32, args: &Array) -> JsValue {
-    if !rt.inspect(|s| s.guards.contains(guard)) {
+pub(super) fn unbound(guard: u32, args: &Array) -> JsValue {
+    if !state(|s| s.guards.contains(guard)) {
         return JsValue::UNDEFINED;
     }
     let key = args.get(1).as_f64().and_then(FlightKey::from_f64);
-    report_unbound(rt, guard, args.get(0).as_string(), key);
+    report_unbound(guard, args.get(0).as_string(), key);
     object(&[("accepted", &JsValue::FALSE)])
 }
 
@@ -336,18 +351,18 @@ pub(super) fn unbound(rt: &Runtime, guard: u32, args: &Array) -> JsValue {
 /// to the request of a flight: remember it as the flight's first refusal when it
 /// is a page's `ok: false`, or an answer that failed validation, from the asking
 /// agent's session. `args` is `[key, fromAsker, resolution]`.
-pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) -> JsValue {
+pub(super) fn refused(guard: u32, result: &JsValue, args: &Array) -> JsValue {
     let Some(key) = args.get(0).as_f64().and_then(FlightKey::from_f64) else {
         return result.clone();
     };
-    if !rt.inspect(|s| s.guards.contains(guard)) {
+    if !state(|s| s.guards.contains(guard)) {
         return result.clone();
     }
     let from_asker = args.get(1).is_truthy();
     let resolution = args.get(2);
     let refusal = match get(&resolution, "ok") {
         Some(ok) if ok.is_truthy() => Refusal::InvalidOutput {
-            detail: explain_invalid_output(rt, key, &resolution),
+            detail: explain_invalid_output(key, &resolution),
         },
         _ => Refusal::Page {
             reason: get(&resolution, "reason")
@@ -357,17 +372,17 @@ pub(super) fn refused(rt: &Runtime, guard: u32, result: &JsValue, args: &Array) 
         },
     };
     let now = monotonic_now();
-    let effect = rt.inspect(|state| state.flights.refuse(key, from_asker, refusal, now));
+    let effect = state(|state| state.flights.refuse(key, from_asker, refusal, now));
     if effect == RefusalEffect::First {
-        rearm(rt);
+        rearm();
     }
     result.clone()
 }
 
 /// The host validator's account of why a waiting flight's answer was refused:
 /// the violations of the method's `outputSchema`, as the registry words them.
-fn explain_invalid_output(rt: &Runtime, key: FlightKey, resolution: &JsValue) -> Option<String> {
-    let (validate, registry) = rt.inspect(|state| {
+fn explain_invalid_output(key: FlightKey, resolution: &JsValue) -> Option<String> {
+    let (validate, registry) = state(|state| {
         let query = state.flights.waiting(key)?;
         let g = state.guards.get(query.guard)?;
         Some((g.sink.validate.clone()?, g.registry.clone()))
@@ -403,8 +418,8 @@ fn output_schema(registry: &JsValue, provider: &str, method: &str) -> Option<JsV
     get(&found, "outputSchema")
 }
 
-fn report_unbound(rt: &Runtime, guard: u32, request_id: Option<String>, key: Option<FlightKey>) {
-    let found = rt.inspect(|state| {
+fn report_unbound(guard: u32, request_id: Option<String>, key: Option<FlightKey>) {
+    let found = state(|state| {
         let g = state.guards.get(guard)?;
         let waiting = key.filter(|k| state.flights.waiting(*k).is_some());
         Some((g.sink.clone(), g.config.deadline_ms, waiting))
@@ -456,12 +471,12 @@ fn describe(report: &InspectReport) -> String {
 /// passes the outcome on): take it off the table. The timer stays armed as it is
 /// (a flight landing never makes the next one due sooner; a firing that finds
 /// nothing due arms nothing), and lets the process go with the last flight.
-pub(super) fn settle(rt: &Runtime, key: f64) {
+pub(super) fn settle(key: f64) {
     let Some(key) = FlightKey::from_f64(key) else {
         return;
     };
-    if rt.inspect(|s| s.flights.land(key)).is_some() {
-        rt.hold_while_waiting();
+    if state(|s| s.flights.land(key)).is_some() {
+        hold_while_waiting();
     }
 }
 
@@ -473,13 +488,24 @@ const EXPIRY_CHUNK: usize = 128;
 /// The deadline timer fired: end what is due (at most a chunk) and return the work
 /// of delivering it, `[flight, code, message, …]`, which the ticker performs in
 /// JavaScript: the registry's abort path then runs with no wasm frame beneath it.
-pub(super) fn tick(rt: &Runtime) -> Array {
-    rt.fired();
+pub(super) fn tick() -> Array {
+    // The fault build's `conflict` point: the tick finds the flight table
+    // borrowed, as a re-entrant call would (a broken invariant: it traps).
+    #[cfg(feature = "fault-injection")]
+    if let Some(work) = STATE.with(|cell| fault::conflict(cell).map(|_held| expire())) {
+        return work;
+    }
+    expire()
+}
+
+/// End what is due (at most a chunk), re-arm, and return the work of delivering it.
+fn expire() -> Array {
+    fired();
     let now = monotonic_now();
-    let ended = rt.inspect(|s| s.flights.expire_at_most(now, EXPIRY_CHUNK));
-    let work = end_flights(rt, ended.into_iter().map(|(key, _)| key).collect());
-    rearm(rt);
-    rt.hold_while_waiting();
+    let ended = state(|s| s.flights.expire_at_most(now, EXPIRY_CHUNK));
+    let work = end_flights(ended.into_iter().map(|(key, _)| key).collect());
+    rearm();
+    hold_while_waiting();
     work
 }
 
@@ -490,12 +516,12 @@ pub(super) fn tick(rt: &Runtime) -> Array {
 /// more, but its callers still get their endings). (Kept out of line: the
 /// deadline timer and disposal both call it.)
 #[inline(never)]
-fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
+fn end_flights(ended: Vec<FlightKey>) -> Array {
     let work = Array::new();
     // A burst of endings of one query shape shares one message string.
     let mut last_message: Option<(String, JsValue)> = None;
     for key in ended {
-        let Some((landed, sink)) = rt.inspect(|s| {
+        let Some((landed, sink)) = state(|s| {
             let landed = s.flights.land(key)?;
             let sink = s.sink(landed.query.guard);
             Some((landed, sink))
@@ -559,47 +585,85 @@ fn end_flights(rt: &Runtime, ended: Vec<FlightKey>) -> Array {
     work
 }
 
-fn rearm(rt: &Runtime) {
-    rt.arm(rt.inspect(|s| s.flights.next_due()), monotonic_now);
+/// Arm the timer for the earliest due flight.
+fn rearm() {
+    arm(state(|s| s.flights.next_due()), monotonic_now);
 }
 
 /// Arm the timer for the earliest due flight, `now` being the clock's reading.
-fn rearm_at(rt: &Runtime, now: f64) {
-    rt.arm(rt.inspect(|s| s.flights.next_due()), || now);
+fn rearm_at(now: f64) {
+    arm(state(|s| s.flights.next_due()), || now);
+}
+
+/// Arm the deadline timer for `due` (ms on the monotonic clock; `now()` reads
+/// it), when nothing set fires by then (see [`DeadlineTimer::arm`]).
+fn arm(due: Option<f64>, now: impl FnOnce() -> f64) {
+    if let Some(due) = due {
+        TIMER.with(|cell| exclusive(cell, |timer| timer.arm(due, now)));
+    }
+}
+
+/// The rule for keeping the process alive: the deadline timer holds it
+/// exactly while a guarded query waits, and lets it go with the last one, so a
+/// process whose only work is a guarded query lives until its deadline, and one
+/// whose queries all settled can exit.
+fn hold_while_waiting() {
+    let waiting = state(|s| !s.flights.is_empty());
+    TIMER.with(|cell| exclusive(cell, |timer| timer.hold(waiting)));
+}
+
+/// The timer fired: it is no longer set.
+fn fired() {
+    TIMER.with(|cell| exclusive(cell, DeadlineTimer::fired));
+}
+
+/// Clear the timer: a disposal left nothing waiting.
+fn disarm() {
+    TIMER.with(|cell| exclusive(cell, DeadlineTimer::clear));
+}
+
+/// Flights in the air, whether the deadline timer keeps the process alive (as
+/// Node reports it), and whether it is set at all (between queries it stays set,
+/// let go, until it fires once more and finds nothing due).
+pub(super) fn in_flight() -> (usize, bool, bool) {
+    let flights = state(|s| s.flights.len());
+    let (held, set) =
+        TIMER.with(|cell| shared(cell, |timer| (timer.keeps_alive(), timer.is_set())));
+    (flights, held, set)
 }
 
 /// Remove the guard: restore its methods, drop its listener, reject its flights.
 /// Idempotent.
-pub(super) fn dispose(rt: &Runtime, guard: u32) {
-    let ended = rt.inspect(|s| s.flights.abandon(guard));
+pub(super) fn dispose(guard: u32) {
+    let ended = state(|s| s.flights.abandon(guard));
     // The endings are built while the guard's sink is still installed, and
     // delivered once its methods and listener are gone.
-    let work = end_flights(rt, ended);
-    if let Some(mut g) = rt.inspect(|s| s.guards.remove(guard)) {
+    let work = end_flights(ended);
+    if let Some(mut g) = state(|s| s.guards.remove(guard)) {
         drop(std::mem::take(&mut g.patches));
         if let Some(unlisten) = g.unlisten.take() {
             let _ = unlisten.call0(&JsValue::UNDEFINED);
             release(&g.owner, &unlisten);
         }
     }
-    super::deliver(&work);
+    deliver(&work);
     // Timers cleared on disposal: with nothing left waiting, the idle timer goes too.
-    match rt.inspect(|s| s.flights.next_due()) {
-        Some(due) => rt.arm(Some(due), monotonic_now),
-        None => rt.disarm(),
+    match state(|s| s.flights.next_due()) {
+        Some(due) => arm(Some(due), monotonic_now),
+        None => disarm(),
     }
-    rt.hold_while_waiting();
+    hold_while_waiting();
 }
 
 /// Whether a guard is installed (for the provider's status).
-pub(super) fn config_of(rt: &Runtime, guard: u32) -> Option<InspectConfig> {
-    rt.inspect(|s| s.guards.get(guard).map(|g| g.config))
+pub(super) fn config_of(guard: u32) -> Option<InspectConfig> {
+    state(|s| s.guards.get(guard).map(|g| g.config))
 }
 
 /// Give a live guard a new config: queries that begin from now on get its
 /// deadline and grace; a flight already waiting keeps its own.
-pub(super) fn reconfigure(rt: &Runtime, guard: u32, config: InspectConfig) {
-    rt.inspect(|s| {
+pub(super) fn reconfigure(guard: u32, config: InspectConfig) {
+    state(|s| {
         if let Some(g) = s.guards.get_mut(guard) {
             g.config = config;
         }

@@ -11,7 +11,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{patch_alive, unpatch};
+use super::js::{patch_alive, unpatch};
 
 /// One replaced method. Dropping it restores the slot, if the slot still holds our wrapper.
 #[derive(Debug)]

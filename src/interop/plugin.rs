@@ -22,12 +22,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
-use super::runtime::{exclusive, shared, with, Role, Runtime};
-use super::settings;
-use super::{
-    abandon, call, emit, fault_facts, get, get_fn, get_string, hold, inbox, inspect, object,
-    open_mount, original_of, raw_config, release, to_js,
+use super::instance::{self, emit, exclusive, shared, Instance, Role};
+use super::js::{
+    abandon, fault_facts, get, get_fn, get_string, hold, host_call, object, open_mount,
+    original_of, raw_config, release, to_index, to_js,
 };
+use super::{inbox, inspect, settings};
 use crate::config::{self, Config};
 use crate::error::Error;
 use crate::idmap::IdMap;
@@ -71,10 +71,45 @@ struct Attachment {
 }
 
 /// Mounts and attachments by id.
-#[derive(Default)]
-pub(crate) struct State {
+struct State {
     mounts: IdMap<Mount>,
     attachments: IdMap<Attachment>,
+}
+
+thread_local! {
+    /// The mounts and their registry attachments.
+    static STATE: RefCell<State> = const {
+        RefCell::new(State {
+            mounts: IdMap::new(),
+            attachments: IdMap::new(),
+        })
+    };
+}
+
+/// What a call into the mount works with: the instance's services (through
+/// `Deref`) and the mounts' own cell, each reached once per entry.
+struct Rt<'a> {
+    instance: &'a Instance,
+    state: &'a RefCell<State>,
+}
+
+impl std::ops::Deref for Rt<'_> {
+    type Target = Instance;
+    fn deref(&self) -> &Instance {
+        self.instance
+    }
+}
+
+impl Rt<'_> {
+    /// `f` on the mounts and attachments (see [`exclusive`]).
+    fn plugin<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        exclusive(self.state, f)
+    }
+}
+
+/// `f` with the instance's services and the mounts' cell.
+fn enter<R>(f: impl FnOnce(&Rt<'_>) -> R) -> R {
+    instance::with(|instance| STATE.with(|state| f(&Rt { instance, state })))
 }
 
 /// `apply(ctx, config, host)`: mount both halves. `host` is the plugin module's
@@ -99,7 +134,7 @@ pub fn apply(ctx: &JsValue, config: &JsValue, host: &JsValue) -> Result<(), Erro
 pub fn reapply(record: &JsValue) -> Result<(), Error> {
     fault::check(Point::Recover);
     if get_string(record, "kind").as_deref() == Some("inspect") {
-        return with(|rt| inspect::reinstall(rt, record));
+        return instance::with(|rt| inspect::reinstall(rt, record));
     }
     let config = config::parse(&raw_config(&get(record, "config").unwrap_or_default()))?;
     mount(record, config)
@@ -111,7 +146,7 @@ fn mount(record: &JsValue, config: Config) -> Result<(), Error> {
     let host = get(record, "host").unwrap_or(JsValue::UNDEFINED);
     let logger = get(record, "logger").unwrap_or(JsValue::UNDEFINED);
     let warn = get_fn(&logger, "warn").map(|w| w.bind0(&logger));
-    with(|rt| {
+    enter(|rt| {
         let id = rt.next_id();
         let mount = Mount {
             record: record.clone(),
@@ -137,7 +172,7 @@ fn mount(record: &JsValue, config: Config) -> Result<(), Error> {
 /// The services, the effects and the injections of one mount; every
 /// registration's disposer is held by `record`.
 fn wire(
-    rt: &Runtime,
+    rt: &Rt<'_>,
     id: u32,
     ctx: &JsValue,
     record: &JsValue,
@@ -191,47 +226,41 @@ fn wire(
     let services: JsValue = Array::of1(&"commands".into()).into();
     let commands = rt.method(id, Role::Commands, &none, &none, false);
     host_call("inject", &[&services, &commands.into()])?;
-    settings::wire(rt, id, ctx, record)
+    settings::wire(rt, &MountRef { rt, id }, ctx, record)
 }
 
-/// `ctx[method](...args)`, its disposer held by `record`.
-pub(super) fn host_call(
-    ctx: &JsValue,
-    record: &JsValue,
-    method: &str,
-    args: &[&JsValue],
-) -> Result<JsValue, Error> {
-    let f = get_fn(ctx, method).ok_or(Error::HostShape {
-        target: "the plugin's context",
-        missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on"],
-    })?;
-    let disposer =
-        call(&f, ctx, &args.iter().copied().collect::<Array>()).map_err(|_| Error::HostShape {
-            target: "the plugin's context",
-            missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on that accept the guard"],
-        })?;
-    hold(record, &disposer);
-    Ok(disposer)
-}
-
-/// `f` of a live mount's settings link.
-pub(super) fn with_link<R>(
-    rt: &Runtime,
+/// A live mount, as its settings link sees it (see [`settings::Mount`]).
+struct MountRef<'a, 'b> {
+    rt: &'a Rt<'b>,
     id: u32,
-    f: impl FnOnce(&mut Option<settings::Link>) -> R,
-) -> Option<R> {
-    rt.plugin(|s| s.mounts.get_mut(id).map(|m| f(&mut m.link)))
 }
 
-/// The context and record of a live mount.
-pub(super) fn parts(rt: &Runtime, id: u32) -> Option<(JsValue, JsValue)> {
-    rt.plugin(|s| s.mounts.get(id).map(|m| (m.ctx.clone(), m.record.clone())))
-}
+impl settings::Mount for MountRef<'_, '_> {
+    fn id(&self) -> u32 {
+        self.id
+    }
 
-/// A warn line through a live mount's logger (within the per-session bound).
-pub(super) fn warn(rt: &Runtime, id: u32, text: &str) {
-    if let Some(warn) = rt.plugin(|s| s.mounts.get(id)?.warn.clone()) {
-        emit(rt, &warn, "", text);
+    fn parts(&self) -> Option<(JsValue, JsValue)> {
+        self.rt.plugin(|s| {
+            s.mounts
+                .get(self.id)
+                .map(|m| (m.ctx.clone(), m.record.clone()))
+        })
+    }
+
+    fn with_link<R>(&self, f: impl FnOnce(&mut Option<settings::Link>) -> R) -> Option<R> {
+        self.rt
+            .plugin(|s| s.mounts.get_mut(self.id).map(|m| f(&mut m.link)))
+    }
+
+    fn warn(&self, text: &str) {
+        if let Some(warn) = self.rt.plugin(|s| s.mounts.get(self.id)?.warn.clone()) {
+            emit(&warn, "", text);
+        }
+    }
+
+    fn reconfigure(&self, next: Config) -> Result<(), Error> {
+        reconfigure(self.rt, self.id, next)
     }
 }
 
@@ -240,7 +269,7 @@ pub(super) fn warn(rt: &Runtime, id: u32, text: &str) {
 /// client queries that begin from now on (a query already waiting keeps its
 /// own); a half enabled is installed, a half disabled uninstalled; the records
 /// and counts stay.
-pub(super) fn reconfigure(rt: &Runtime, id: u32, next: Config) -> Result<(), Error> {
+fn reconfigure(rt: &Rt<'_>, id: u32, next: Config) -> Result<(), Error> {
     let attachments = rt.plugin(|s| {
         let m = s.mounts.get_mut(id)?;
         m.config = next;
@@ -257,7 +286,7 @@ pub(super) fn reconfigure(rt: &Runtime, id: u32, next: Config) -> Result<(), Err
 
 /// Make the inbox half match its mount's config: installed (as an effect of the
 /// mount) while enabled, reconfigured in place, uninstalled when disabled.
-fn fit_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
+fn fit_inbox(rt: &Rt<'_>, id: u32) -> Result<(), Error> {
     let Some((config, guard, effect, ctx, record)) = rt.plugin(|s| {
         let m = s.mounts.get_mut(id)?;
         let effect = if m.config.inbox.enabled {
@@ -284,7 +313,7 @@ fn fit_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
         return Ok(());
     }
     match (config.enabled, guard) {
-        (true, Some(guard)) => inbox::reconfigure(rt, guard, config),
+        (true, Some(guard)) => inbox::reconfigure(guard, config),
         (true, None) => {
             let none = JsValue::UNDEFINED;
             let effect = rt.method(id, Role::Inbox, &none, &none, false);
@@ -335,13 +364,17 @@ struct Failed<'a, C: serde::Serialize> {
 }
 
 /// Drop a mount's state (disposed, or its wiring failed).
-fn forget(rt: &Runtime, id: u32) {
+fn forget(rt: &Rt<'_>, id: u32) {
     drop(rt.plugin(|s| s.mounts.remove(id)));
 }
 
 /// A plugin trampoline's call: a service method, an effect or its disposer, the
 /// registry's arrival, or the provider.
-pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<JsValue, Error> {
+pub(super) fn route(id: u32, role: Role, args: &Array) -> Result<JsValue, Error> {
+    enter(|rt| route_in(rt, id, role, args))
+}
+
+fn route_in(rt: &Rt<'_>, id: u32, role: Role, args: &Array) -> Result<JsValue, Error> {
     let none = JsValue::UNDEFINED;
     Ok(match role {
         Role::Reports => read(rt, id, Array::new().into(), |m| {
@@ -385,7 +418,7 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
         Role::InboxDispose => {
             let guard = rt.plugin(|s| s.mounts.get_mut(id)?.inbox_guard.take());
             if let Some(guard) = guard {
-                inbox::dispose(rt, guard);
+                inbox::dispose(guard);
             }
             none
         }
@@ -406,19 +439,19 @@ pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<J
         }
         Role::Command => command(rt, id, &args.get(0)),
         Role::Update | Role::ConfigCheck | Role::Settings | Role::SettingsChange => {
-            settings::route(rt, id, role, args)?
+            settings::route(rt, &MountRef { rt, id }, role, args)?
         }
         _ => none,
     })
 }
 
 /// `f` of a live mount; `empty` for a mount that is gone (disposed).
-fn read(rt: &Runtime, id: u32, empty: JsValue, f: impl FnOnce(&Mount) -> JsValue) -> JsValue {
+fn read(rt: &Rt<'_>, id: u32, empty: JsValue, f: impl FnOnce(&Mount) -> JsValue) -> JsValue {
     rt.plugin(|s| s.mounts.get(id).map(f)).unwrap_or(empty)
 }
 
 fn with_ledgers(
-    rt: &Runtime,
+    rt: &Rt<'_>,
     id: u32,
     f: impl FnOnce(&mut Ledger<InspectReport>, &mut Ledger<Violation>),
 ) {
@@ -431,7 +464,7 @@ fn with_ledgers(
     }
 }
 
-fn install_inbox(rt: &Runtime, id: u32) -> Result<(), Error> {
+fn install_inbox(rt: &Rt<'_>, id: u32) -> Result<(), Error> {
     let Some((config, ctx, records, create, warn, owner)) = rt.plugin(|s| {
         let m = s.mounts.get(id)?;
         Some((
@@ -466,7 +499,7 @@ fn bound_on(ctx: &JsValue) -> JsValue {
 /// The registry appeared in `sub` (the injected sub-context): attach the mount
 /// to it (the inspect half when enabled, the provider when either half is), as
 /// one effect of the sub-fiber.
-fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
+fn attach(rt: &Rt<'_>, mount: u32, sub: &JsValue) {
     let Some(registry) = get(sub, "cordisInspect").map(|r| original_of(&r)) else {
         return;
     };
@@ -504,7 +537,7 @@ fn attach(rt: &Runtime, mount: u32, sub: &JsValue) {
 /// Make a registry attachment match its mount's config: the inspect guard
 /// installed while the inspect half is enabled (a live config change reaches it
 /// in place), and the provider registered while either half is.
-fn fit(rt: &Runtime, id: u32) {
+fn fit(rt: &Rt<'_>, id: u32) {
     let Some((mount, registry, sub, guard, registered)) = rt.plugin(|s| {
         let a = s.attachments.get(id)?;
         Some((
@@ -531,11 +564,11 @@ fn fit(rt: &Runtime, id: u32) {
     };
     let say = |text: &str| {
         if let Some(warn) = &warn {
-            emit(rt, warn, "", text);
+            emit(warn, "", text);
         }
     };
     match (config.inspect.enabled, guard) {
-        (true, Some(guard)) => inspect::reconfigure(rt, guard, config.inspect),
+        (true, Some(guard)) => inspect::reconfigure(guard, config.inspect),
         (true, None) => {
             let sink = inspect::Sink {
                 ledger,
@@ -596,7 +629,7 @@ fn fit(rt: &Runtime, id: u32) {
 }
 
 /// Take the inspect guard off an attachment (its flights end as disposed).
-fn uninstall_inspect(rt: &Runtime, id: u32, mount: u32, guard: u32) {
+fn uninstall_inspect(rt: &Rt<'_>, id: u32, mount: u32, guard: u32) {
     rt.plugin(|s| {
         if let Some(a) = s.attachments.get_mut(id) {
             a.guard = None;
@@ -605,10 +638,10 @@ fn uninstall_inspect(rt: &Runtime, id: u32, mount: u32, guard: u32) {
             m.inspect_guards.retain(|g| *g != guard);
         }
     });
-    inspect::dispose(rt, guard);
+    inspect::dispose(guard);
 }
 
-fn detach(rt: &Runtime, id: u32) {
+fn detach(rt: &Rt<'_>, id: u32) {
     let Some(attachment) = rt.plugin(|s| s.attachments.remove(id)) else {
         return;
     };
@@ -632,7 +665,7 @@ fn detach(rt: &Runtime, id: u32) {
 
 /// Register the `HarnessGuard` provider; returns its disposer.
 fn register_provider(
-    rt: &Runtime,
+    rt: &Rt<'_>,
     mount: u32,
     registry: &JsValue,
     config: &Config,
@@ -676,7 +709,7 @@ fn faults() -> Faults {
     Faults {
         recoveries: get(&facts, "recoveries")
             .and_then(|r| r.as_f64())
-            .map_or(0, super::to_index),
+            .map_or(0, to_index),
         last_fault,
         gave_up: get(&facts, "gaveUp").is_some_and(|g| g.is_truthy()),
     }
@@ -684,18 +717,18 @@ fn faults() -> Faults {
 
 /// `f` of the live mount's status, its ledgers borrowed; `None` for a mount that is gone.
 fn with_status<R>(
-    rt: &Runtime,
+    rt: &Rt<'_>,
     mount: u32,
     f: impl FnOnce(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> R,
 ) -> Option<R> {
     let faults = faults();
-    let in_flight = rt.inspect(|s| s.in_flight());
+    let in_flight = inspect::in_flight().0;
     rt.plugin(|s| {
         let m = s.mounts.get(mount)?;
         let inspect_config = m
             .inspect_guards
             .first()
-            .and_then(|g| inspect::config_of(rt, *g));
+            .and_then(|g| inspect::config_of(*g));
         let inspect = m
             .inspect_ledger
             .try_borrow()
@@ -722,13 +755,13 @@ fn with_status<R>(
 }
 
 /// A service's `status()`: what the provider's `status` answers.
-fn status_of(rt: &Runtime, mount: u32) -> Option<JsValue> {
+fn status_of(rt: &Rt<'_>, mount: u32) -> Option<JsValue> {
     with_status(rt, mount, |status, _, _| to_js(status))
 }
 
 /// The provider's answer to `method(input)` asked by `options.agent`.
 fn answer(
-    rt: &Runtime,
+    rt: &Rt<'_>,
     mount: u32,
     method: &JsValue,
     input: &JsValue,
@@ -771,7 +804,7 @@ fn session_of(options: &JsValue) -> String {
 
 /// The command registry appeared in `sub`: register `/harness-guard` as an effect
 /// of that sub-fiber (removed with it, or with the mount).
-fn register_command(rt: &Runtime, mount: u32, sub: &JsValue) {
+fn register_command(rt: &Rt<'_>, mount: u32, sub: &JsValue) {
     let Some(commands) = get(sub, "commands") else {
         return;
     };
@@ -796,7 +829,6 @@ fn register_command(rt: &Runtime, mount: u32, sub: &JsValue) {
             if let Some(warn) = warn {
                 let reason = get_string(&error, "message").unwrap_or_else(|| "refused".into());
                 emit(
-                    rt,
                     &warn,
                     "",
                     &format!(
@@ -812,7 +844,7 @@ fn register_command(rt: &Runtime, mount: u32, sub: &JsValue) {
 }
 
 /// `/harness-guard`: the status and the asking session's latest records, as text.
-fn command(rt: &Runtime, mount: u32, invocation: &JsValue) -> JsValue {
+fn command(rt: &Rt<'_>, mount: u32, invocation: &JsValue) -> JsValue {
     let session = session_of(invocation);
     let text = with_status(rt, mount, |status, inspect, inbox| {
         crate::command::text(

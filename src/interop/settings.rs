@@ -1,7 +1,7 @@
 //! A live config change: a row edit applied in place, a refused one said, and the host's settings namespace.
 //!
-//! A running mount's config changes in two ways, and both end in
-//! [`plugin::reconfigure`] (no restart: a query already waiting keeps its
+//! A running mount's config changes in two ways, and both end in the mount's
+//! [`Mount::reconfigure`] (no restart: a query already waiting keeps its
 //! deadline, the records stay):
 //!
 //! - **A row edit** (the loader's, or anyone's `fiber.update(config)`): cordis
@@ -27,9 +27,8 @@
 use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
 
-use super::plugin::{self, host_call};
-use super::runtime::{Role, Runtime};
-use super::{get, get_fn, object, raw_config, release};
+use super::instance::{Instance, Role};
+use super::js::{get, get_fn, host_call, object, raw_config, release, to_index};
 use crate::config::{self, Config};
 use crate::error::Error;
 
@@ -56,6 +55,21 @@ extern "C" {
     fn bind_link(method: &Function, link: u32) -> Function;
 }
 
+/// What a settings link asks of the mount it belongs to (the mount, plugin.rs,
+/// hands itself over: this module never imports it).
+pub(super) trait Mount {
+    /// The mount's id (its trampolines' tokens carry it).
+    fn id(&self) -> u32;
+    /// The mount's context and record, while it lives.
+    fn parts(&self) -> Option<(JsValue, JsValue)>;
+    /// `f` of the mount's current link, while the mount lives.
+    fn with_link<R>(&self, f: impl FnOnce(&mut Option<Link>) -> R) -> Option<R>;
+    /// A warn line through the mount's logger (within the per-session bound).
+    fn warn(&self, text: &str);
+    /// Apply `next` to the running mount in place.
+    fn reconfigure(&self, next: Config) -> Result<(), Error>;
+}
+
 /// A mount's current registration of its namespace, from its injection on. Its
 /// id travels with what its trampolines are handed (`bindLink`): what an ended
 /// link says afterwards is not heard.
@@ -71,10 +85,15 @@ pub(super) struct Link {
 
 /// The hooks of a live config change, and the settings link where the host
 /// offers settings; every registration's disposer is held by `record`.
-pub(super) fn wire(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(), Error> {
+pub(super) fn wire(
+    rt: &Instance,
+    mount: &impl Mount,
+    ctx: &JsValue,
+    record: &JsValue,
+) -> Result<(), Error> {
     let none = JsValue::UNDEFINED;
-    let update = rt.method(mount, Role::Update, &none, &none, false);
-    let check = rt.method(mount, Role::ConfigCheck, &none, &none, false);
+    let update = rt.method(mount.id(), Role::Update, &none, &none, false);
+    let check = rt.method(mount.id(), Role::ConfigCheck, &none, &none, false);
     let fiber = get(ctx, "fiber").unwrap_or(JsValue::UNDEFINED);
     let hooks = make_hooks(&update, &check, &fiber);
     host_call(
@@ -99,21 +118,26 @@ pub(super) fn wire(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) ->
 
 /// A settings trampoline's call, for mount `id` (`Settings` and `SettingsChange`
 /// are handed their link's id first).
-pub(super) fn route(rt: &Runtime, id: u32, role: Role, args: &Array) -> Result<JsValue, Error> {
-    let link = || args.get(0).as_f64().map_or(0, super::to_index);
+pub(super) fn route(
+    rt: &Instance,
+    mount: &impl Mount,
+    role: Role,
+    args: &Array,
+) -> Result<JsValue, Error> {
+    let link = || args.get(0).as_f64().map_or(0, to_index);
     Ok(match role {
-        Role::Update => row_edit(rt, id, &args.get(0))?.into(),
+        Role::Update => row_edit(rt, mount, &args.get(0))?.into(),
         Role::ConfigCheck => {
             if args.get(1).as_f64() == Some(ACTIVE) {
                 if let Err(error) = config::parse(&raw_config(&args.get(0))) {
-                    refused(rt, id, &error);
+                    refused(mount, &error);
                 }
             }
             JsValue::UNDEFINED
         }
-        Role::Settings => attach(rt, id, link(), &args.get(1)),
+        Role::Settings => attach(rt, mount, link(), &args.get(1)),
         Role::SettingsChange => {
-            changed(rt, id, link(), &args.get(1), args.get(2).as_string());
+            changed(mount, link(), &args.get(1), args.get(2).as_string());
             JsValue::UNDEFINED
         }
         _ => JsValue::UNDEFINED,
@@ -126,15 +150,15 @@ fn schema_of(record: &JsValue) -> Option<JsValue> {
 }
 
 /// Say a refused live change of mount `mount` (`host.refused`: a process warning).
-fn refused(rt: &Runtime, mount: u32, error: &Error) {
-    let host = plugin::parts(rt, mount).and_then(|(_, record)| get(&record, "host"));
+fn refused(mount: &impl Mount, error: &Error) {
+    let host = mount.parts().and_then(|(_, record)| get(&record, "host"));
     if let Some(say) = host.as_ref().and_then(|h| get_fn(h, "refused")) {
         let _ = say.call1(&JsValue::UNDEFINED, &error.to_string().into());
     }
 }
 
 /// Inject the settings service for a new link of `mount` (the current one from now on).
-fn link(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(), Error> {
+fn link(rt: &Instance, mount: &impl Mount, ctx: &JsValue, record: &JsValue) -> Result<(), Error> {
     let id = rt.next_id();
     let link = Link {
         id,
@@ -142,12 +166,15 @@ fn link(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(),
         sub: None,
         registered: false,
     };
-    plugin::with_link(rt, mount, |l| *l = Some(link));
+    mount.with_link(|l| *l = Some(link));
     let none = JsValue::UNDEFINED;
     let services: JsValue = Array::of1(&"settings".into()).into();
-    let attach = bind_link(&rt.method(mount, Role::Settings, &none, &none, false), id);
+    let attach = bind_link(
+        &rt.method(mount.id(), Role::Settings, &none, &none, false),
+        id,
+    );
     let handle = host_call(ctx, record, "inject", &[&services, &attach.into()])?;
-    plugin::with_link(rt, mount, |l| {
+    mount.with_link(|l| {
         if let Some(l) = l.as_mut().filter(|l| l.id == id) {
             l.handle = Some(handle);
         }
@@ -156,8 +183,10 @@ fn link(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(),
 }
 
 /// End `mount`'s current link (its registration goes with its sub-fiber) and start a new one.
-fn relink(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(), Error> {
-    let old = plugin::with_link(rt, mount, |l| l.take().and_then(|l| l.handle)).flatten();
+fn relink(rt: &Instance, mount: &impl Mount, ctx: &JsValue, record: &JsValue) -> Result<(), Error> {
+    let old = mount
+        .with_link(|l| l.take().and_then(|l| l.handle))
+        .flatten();
     if let Some(old) = old {
         if let Some(dispose) = get_fn(&old, "dispose") {
             let _ = dispose.call0(&old);
@@ -168,15 +197,17 @@ fn relink(rt: &Runtime, mount: u32, ctx: &JsValue, record: &JsValue) -> Result<(
 }
 
 /// `f` of `mount`'s link `id`, while it is the current one.
-fn current<R>(rt: &Runtime, mount: u32, id: u32, f: impl FnOnce(&mut Link) -> R) -> Option<R> {
-    plugin::with_link(rt, mount, |l| l.as_mut().filter(|l| l.id == id).map(f)).flatten()
+fn current<R>(mount: &impl Mount, id: u32, f: impl FnOnce(&mut Link) -> R) -> Option<R> {
+    mount
+        .with_link(|l| l.as_mut().filter(|l| l.id == id).map(f))
+        .flatten()
 }
 
 /// The settings service appeared in `sub`: register the namespace over the
 /// row's config. Returns the registration's promise (cordis waits for it).
-fn attach(rt: &Runtime, mount: u32, link: u32, sub: &JsValue) -> JsValue {
-    let Some(record) = current(rt, mount, link, |l| l.sub = Some(sub.clone()))
-        .and_then(|()| plugin::parts(rt, mount))
+fn attach(rt: &Instance, mount: &impl Mount, link: u32, sub: &JsValue) -> JsValue {
+    let Some(record) = current(mount, link, |l| l.sub = Some(sub.clone()))
+        .and_then(|()| mount.parts())
         .map(|(_, record)| record)
     else {
         return JsValue::UNDEFINED;
@@ -187,27 +218,24 @@ fn attach(rt: &Runtime, mount: u32, link: u32, sub: &JsValue) -> JsValue {
     let base = get(&record, "config").unwrap_or(JsValue::UNDEFINED);
     let none = JsValue::UNDEFINED;
     let changed = bind_link(
-        &rt.method(mount, Role::SettingsChange, &none, &none, false),
+        &rt.method(mount.id(), Role::SettingsChange, &none, &none, false),
         link,
     );
     link_settings(sub, NAMESPACE, &schema, &base, &changed)
 }
 
 /// What a link says: a resolved value, its end (`undefined`), or a refused registration.
-fn changed(rt: &Runtime, mount: u32, link: u32, value: &JsValue, refusal: Option<String>) {
+fn changed(mount: &impl Mount, link: u32, value: &JsValue, refusal: Option<String>) {
     let registered = refusal.is_none() && !value.is_undefined();
-    if current(rt, mount, link, |l| l.registered = registered).is_none() {
+    if current(mount, link, |l| l.registered = registered).is_none() {
         // An ended link: what it says is not heard.
         return;
     }
-    let Some((ctx, record)) = plugin::parts(rt, mount) else {
+    let Some((ctx, record)) = mount.parts() else {
         return;
     };
     if let Some(refusal) = refusal {
-        plugin::warn(
-            rt,
-            mount,
-            &format!(
+        mount.warn(&format!(
                 "settings namespace {NAMESPACE} not registered, the guard runs with its row's config: {}",
                 crate::echo::escape(&refusal)
             ),
@@ -225,9 +253,9 @@ fn changed(rt: &Runtime, mount: u32, link: u32, value: &JsValue, refusal: Option
         value.clone()
     };
     let next = config::parse(&raw_config(&source));
-    let applied = next.and_then(|next| plugin::reconfigure(rt, mount, next));
+    let applied = next.and_then(|next| mount.reconfigure(next));
     if let Err(error) = applied {
-        plugin::warn(rt, mount, &format!("settings change not applied: {error}"));
+        mount.warn(&format!("settings change not applied: {error}"));
     }
 }
 
@@ -235,31 +263,33 @@ fn changed(rt: &Runtime, mount: u32, link: u32, value: &JsValue, refusal: Option
 /// place. With the namespace registered, the guard runs with the user's section
 /// over the new row: refused (said, and thrown back to cordis, so the running
 /// config stays) when that is invalid. `false`: the mount is gone, cordis goes on.
-fn row_edit(rt: &Runtime, mount: u32, config: &JsValue) -> Result<bool, Error> {
-    let Some((ctx, record)) = plugin::parts(rt, mount) else {
+fn row_edit(rt: &Instance, mount: &impl Mount, config: &JsValue) -> Result<bool, Error> {
+    let Some((ctx, record)) = mount.parts() else {
         return Ok(false);
     };
     let row = config::parse(&raw_config(config))?;
     // The current link, once the service appeared: its sub-context, and whether
     // the namespace is registered (a link still waiting for the service
     // registers over the row's config as it stands when the service comes).
-    let attached = plugin::with_link(rt, mount, |l| {
-        l.as_ref()
-            .and_then(|l| Some((l.sub.clone()?, l.registered)))
-    })
-    .flatten();
+    let attached = mount
+        .with_link(|l| {
+            l.as_ref()
+                .and_then(|l| Some((l.sub.clone()?, l.registered)))
+        })
+        .flatten();
     let has_link = attached.is_some();
     let registered = attached.and_then(|(sub, registered)| registered.then_some(sub));
     let next: Config = match registered {
         Some(sub) => match layered_over(&sub, NAMESPACE, config) {
-            Ok(layered) if !layered.is_undefined() => config::parse(&raw_config(&layered))
-                .inspect_err(|error| refused(rt, mount, error))?,
+            Ok(layered) if !layered.is_undefined() => {
+                config::parse(&raw_config(&layered)).inspect_err(|error| refused(mount, error))?
+            }
             _ => row,
         },
         None => row,
     };
     let _ = Reflect::set(&record, &"config".into(), config);
-    plugin::reconfigure(rt, mount, next)?;
+    mount.reconfigure(next)?;
     if has_link {
         relink(rt, mount, &ctx, &record)?;
     }

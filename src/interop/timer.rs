@@ -68,7 +68,6 @@ extern "C" {
 }
 
 /// The deadline timer of one instance.
-#[derive(Default)]
 pub(super) struct DeadlineTimer {
     /// The one `Timeout`, kept across arms (refreshed, not remade), and its delay.
     timeout: Option<(NodeTimeout, f64)>,
@@ -90,6 +89,16 @@ impl std::fmt::Debug for DeadlineTimer {
 }
 
 impl DeadlineTimer {
+    /// A timer not set yet (its `Timeout` is made at the first arm).
+    pub(super) const fn new() -> Self {
+        Self {
+            timeout: None,
+            immediate: None,
+            armed_for: None,
+            held: false,
+        }
+    }
+
     /// Arm the timer for `due` (ms on the monotonic clock, `now` its reading),
     /// unless it is set to fire by then: when it fires, the flights still waiting
     /// arm it again. It never sleeps longer than [`MAX_SLEEP_MS`].

@@ -27,6 +27,7 @@ extern "C" {
     fn pending_size(registry: &FakeRegistry) -> u32;
     #[wasm_bindgen(js_name = seenThisIs)]
     fn seen_this_is(registry: &FakeRegistry, index: u32, value: &JsValue) -> bool;
+    fn answer(target: &JsValue, agent: &str, request_id: &str, resolution: &JsValue) -> JsValue;
 }
 
 fn get(v: &JsValue, k: &str) -> JsValue {
@@ -229,4 +230,41 @@ async fn disposal_rejects_flights_at_once() {
     assert_eq!(get(&err, "code"), "INSPECT_CLIENT_GUARD_DISPOSED");
     assert_eq!(pending_size(&registry), 0);
     assert_eq!(in_flight().get(1), JsValue::FALSE);
+}
+
+#[wasm_bindgen_test]
+async fn the_deadline_timer_holds_the_process_exactly_while_a_query_waits() {
+    let registry = FakeRegistry::new();
+    let target: JsValue = registry.clone();
+    let installed = install(&registry, 60_000.0).unwrap();
+    let waiting = call_query(&target, "client", "a", &new_signal());
+    let state = |label: &str| {
+        let f = in_flight();
+        (
+            f.get(0).as_f64().unwrap_or(-1.0),
+            f.get(1).as_bool().unwrap_or_default(),
+            f.get(2).as_bool().unwrap_or_default(),
+            label.to_owned(),
+        )
+    };
+    assert_eq!(
+        state("waiting"),
+        (1.0, true, true, "waiting".into()),
+        "a query waits: the timer is set and holds the process"
+    );
+    let resolution = js_sys::JSON::parse(r#"{"ok":true,"data":{}}"#).unwrap();
+    let accepted = answer(&target, "a", "inspect-1", &resolution);
+    assert_eq!(get(&accepted, "accepted"), JsValue::TRUE);
+    JsFuture::from(waiting).await.unwrap();
+    assert_eq!(
+        state("settled"),
+        (0.0, false, true, "settled".into()),
+        "nothing waits: the timer stays set for the next query, and lets the process go"
+    );
+    dispose(&installed);
+    assert_eq!(
+        state("disposed"),
+        (0.0, false, false, "disposed".into()),
+        "disposal with nothing waiting clears it"
+    );
 }
