@@ -110,6 +110,24 @@ pub fn escape(text: &str) -> Cow<'_, str> {
 /// ```
 pub fn preview(head: &str, longer: bool, limit: u32) -> String {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    // Printable ASCII, most previews: one unit a byte and nothing to escape,
+    // so the cut is a slice (char by char below, it was most of a bad claim's cost).
+    if head.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        let cut = head.len() > limit;
+        let kept = head.get(..head.len().min(limit)).unwrap_or_default();
+        let mut out = String::with_capacity(kept.len() + 3);
+        out.push_str(kept);
+        if cut || longer {
+            out.push('…');
+        }
+        return out;
+    }
+    escaped_preview(head, longer, limit)
+}
+
+/// [`preview`] char by char: the general case, and the reference of its
+/// printable-ASCII shortcut.
+fn escaped_preview(head: &str, longer: bool, limit: usize) -> String {
     let mut out = String::with_capacity(head.len().min(limit.saturating_mul(4)) + 3);
     let mut used = 0usize;
     for c in head.chars() {
@@ -128,6 +146,24 @@ pub fn preview(head: &str, longer: bool, limit: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_printable_ascii_shortcut_cuts_as_the_general_case_does() {
+        let text: String = (0x20u8..0x7f).map(char::from).collect();
+        for len in [0, 1, 5, 79, 80, 81, text.len()] {
+            let head = &text[..len];
+            for limit in [0u32, 1, 4, 79, 80, 81, 200] {
+                for longer in [false, true] {
+                    let limit_units = usize::try_from(limit).unwrap_or(usize::MAX);
+                    assert_eq!(
+                        preview(head, longer, limit),
+                        escaped_preview(head, longer, limit_units),
+                        "{len} chars, limit {limit}, longer {longer}"
+                    );
+                }
+            }
+        }
+    }
 
     fn units(s: &str) -> usize {
         s.encode_utf16().count()

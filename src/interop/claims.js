@@ -35,12 +35,17 @@ export function patchClaim(inbox, owner, token) {
         return claimWith(b, previous, this, args, true)
       }
     }
-    // The loop calls `claim(target, turn)`; other arguments go on as they came.
-    return function harnessGuardClaim(target, turn, ...more) {
-      if (b.gen !== life.gen || life.down || more.length !== 0) {
-        return claimWith(b, previous, this, [target, turn, ...more], false)
+    // The loop calls `claim(target, turn)`; a call with more arguments, or a
+    // guard that is down, takes the general path, which passes them all on.
+    return function harnessGuardClaim(target, turn) {
+      if (b.gen !== life.gen || life.down || arguments.length > 2) {
+        return claimWith(b, previous, this, Array.from(arguments), false)
       }
-      const split = nextStepLength(this)
+      let split = -1
+      try {
+        const n = this.nextStep.length
+        if (typeof n === 'number') split = n
+      } catch {}
       const batch = previous.call(this, target, turn)
       const codes = codesOf(batch)
       if (codes !== undefined) return judge(b, previous, this, [target, turn], batch, split, false, codes)

@@ -1,7 +1,8 @@
 // The changes Rust makes to a batch, one call each: an entry repaired into the
 // user message Rust decided it becomes, or dropped. Rust decides which entry,
-// what becomes of it and what the message's source says (`K.repairSource`,
-// `K.repair`); these carry it out and say how it went.
+// what becomes of it and what the message's source says (it hands the source
+// over, made once per kind of value, and its outcome codes as `K.repair`);
+// these carry it out and say how it went.
 //
 // Why JavaScript: the repaired message's input (`{ content: [{ type, text }],
 // source }`) is a dozen values; put together here it is one crossing, where
@@ -12,13 +13,14 @@ import { life } from './supervisor.js'
 
 /**
  * The user message a scalar becomes (Rust decided it is one): made by the host's
- * `createUserMessage` from `String(value)` verbatim and the source Rust handed
- * over, with `summary`. Rust judges what comes back; `undefined` if the host threw.
+ * `createUserMessage` from `String(value)` verbatim and the `source` Rust made
+ * (the host copies its input). Rust judges what comes back; `undefined` if the
+ * host threw.
  */
-export function repairMessage(create, value, summary) {
+export function repairMessage(create, value, source) {
   try {
     const text = typeof value === 'string' ? value : String(value)
-    return create({ content: [{ type: 'text', text }], source: { ...life.K.repairSource, summary } })
+    return create({ content: [{ type: 'text', text }], source })
   } catch {
     return undefined
   }
@@ -30,7 +32,7 @@ export function repairMessage(create, value, summary) {
  * frozen array); `unmade` when the host made no message with the code Rust
  * calls usable.
  */
-export function repairAt(batch, i, create, summary) {
+export function repairAt(batch, i, create, source) {
   const R = life.K.repair
   let value
   try {
@@ -38,7 +40,7 @@ export function repairAt(batch, i, create, summary) {
   } catch {
     return R.unmade
   }
-  const message = repairMessage(create, value, summary)
+  const message = repairMessage(create, value, source)
   if (message === undefined || !hasMessageCode(message)) return R.unmade
   try {
     batch[i] = message

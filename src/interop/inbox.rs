@@ -22,11 +22,11 @@ use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::instance::{emit_with, exclusive, shared, token, Instance, Role};
+use super::instance::{emit_at, exclusive, shared, token, Instance, Role};
 use super::js::{
-    at, drop_at, get, get_fn, get_string, hold, is_array, length, object, patch_claim, plain_copy,
-    release, render_head, render_head_at, repair_at, repair_message, safe_string, shape, shapes,
-    stale_patches, to_index, vouched,
+    at, drop_at, get, get_fn, get_string, hold, is_array, length, monotonic_now, object,
+    patch_claim, plain_copy, release, render_head, render_head_at, repair_at, repair_message,
+    safe_string, shape, shapes, stale_patches, to_index, vouched,
 };
 use super::patch::PatchHandle;
 use crate::config::{InboxConfig, Mode};
@@ -76,23 +76,51 @@ struct Ctx {
     sightings: Rc<RefCell<Sightings>>,
     /// The mount record the guard's patches and listeners belong to (see `supervisor.js`).
     owner: JsValue,
-    /// The repaired messages' summaries, by value kind, as JavaScript strings
-    /// (made once: a string made per repair is a decode per repair).
-    summaries: RefCell<Vec<(&'static str, JsValue)>>,
+    /// The repaired messages' sources, by value kind, as JavaScript objects
+    /// (made once: built per repair they were a dozen crossings, or a string
+    /// decoded and an object spread per repair).
+    sources: RefCell<Vec<(&'static str, JsValue)>>,
 }
 
 impl Ctx {
-    /// The summary a repaired `probe` carries, as a JavaScript string.
-    fn summary(&self, probe: &Probe) -> JsValue {
+    /// The `source` a repaired `probe` carries: [`crate::inbox::REPAIR_SOURCE`]
+    /// and its summary. The host's `createUserMessage` copies its input, so one
+    /// object serves every repair of a kind.
+    fn source(&self, probe: &Probe) -> JsValue {
         let kind = probe.kind();
-        let known = shared(&self.summaries, |all| {
+        let known = shared(&self.sources, |all| {
             all.iter().find(|(k, _)| *k == kind).map(|(_, s)| s.clone())
         });
         known.unwrap_or_else(|| {
-            let made = JsValue::from_str(&repair_summary(probe));
-            exclusive(&self.summaries, |all| all.push((kind, made.clone())));
+            let summary = JsValue::from_str(&repair_summary(probe));
+            let mut fields: Vec<(&str, JsValue)> = crate::inbox::REPAIR_SOURCE
+                .iter()
+                .map(|(key, value)| (*key, JsValue::from_str(value)))
+                .collect();
+            fields.push(("summary", summary));
+            let made = object(&fields.iter().map(|(k, v)| (*k, v)).collect::<Vec<_>>());
+            exclusive(&self.sources, |all| all.push((kind, made.clone())));
             made
         })
+    }
+}
+
+/// The clock of one pass over a batch or a write, read once: every record of it
+/// is made at the same moment.
+#[derive(Clone, Copy)]
+struct Clock {
+    /// When, in ms since the epoch (a record's `at`).
+    at: f64,
+    /// The monotonic reading the warn-line bound counts by.
+    now: f64,
+}
+
+impl Clock {
+    fn read() -> Self {
+        Clock {
+            at: js_sys::Date::now(),
+            now: monotonic_now(),
+        }
     }
 }
 
@@ -135,7 +163,7 @@ pub(super) fn install(
             ledger: records.ledger,
             sightings: records.sightings,
             owner: owner.clone(),
-            summaries: RefCell::default(),
+            sources: RefCell::default(),
         }),
         patches: Vec::new(),
         pruned_at: 0,
@@ -392,6 +420,7 @@ pub(super) fn session_event(guard: u32, session: &JsValue, event: &JsValue) {
         return;
     };
     let mut place = None;
+    let mut clock = None;
     for (i, code) in indexed(&shapes(&inserted)) {
         let probe = Probe::from_code(code);
         if classify(&probe) == Class::Message {
@@ -413,8 +442,10 @@ pub(super) fn session_event(guard: u32, session: &JsValue, event: &JsValue) {
                 rendered.fingerprint(&probe),
             )
         });
+        let clock = *clock.get_or_insert_with(Clock::read);
         record(
             &cx,
+            clock,
             &rendered,
             &probe,
             Action::Observe,
@@ -527,7 +558,7 @@ fn sanitize_batch(
         let (head, longer) = render_head_at(batch, i, cx.preview_chars);
         let action = match action {
             Action::Repair => {
-                let outcome = repair_at(batch, i, &cx.create_user_message, &cx.summary(&probe));
+                let outcome = repair_at(batch, i, &cx.create_user_message, &cx.source(&probe));
                 if outcome == Repair::Repaired as u32 {
                     Action::Repair
                 } else if outcome == Repair::Refused as u32 {
@@ -553,6 +584,7 @@ fn sanitize_batch(
         .iter()
         .map(|(_, rendered, probe, _)| rendered.fingerprint(probe))
         .collect();
+    let clock = Clock::read();
     let seen = exclusive(&cx.sightings, |t| {
         t.claimed(
             session_id.as_deref().unwrap_or_default(),
@@ -563,6 +595,7 @@ fn sanitize_batch(
     for ((i, rendered, probe, action), sighting) in found.into_iter().zip(seen) {
         record(
             cx,
+            clock,
             &rendered,
             &probe,
             action,
@@ -642,12 +675,14 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
             (rendered.fingerprint(probe), *action == Action::Observe)
         })
         .collect();
+    let clock = Clock::read();
     let seen = exclusive(&cx.sightings, |t| {
         t.swept(session_id.as_deref().unwrap_or_default(), &fps)
     });
     for ((target, i, rendered, probe, action), sighting) in found.into_iter().zip(seen) {
         record(
             cx,
+            clock,
             &rendered,
             &probe,
             action,
@@ -692,7 +727,7 @@ impl Rendered {
 /// input is put together on the JavaScript side (`repairMessage`): one crossing
 /// instead of a dozen.
 fn repaired(cx: &Ctx, value: &JsValue, probe: &Probe) -> Option<JsValue> {
-    let message = repair_message(&cx.create_user_message, value, &cx.summary(probe));
+    let message = repair_message(&cx.create_user_message, value, &cx.source(probe));
     (classify(&Probe::from_code(shape(&message))) == Class::Message).then_some(message)
 }
 
@@ -708,6 +743,7 @@ fn label(session_id: &str) -> std::borrow::Cow<'_, str> {
 /// Record one sighting of a bad value (`sighting` says which value it is).
 fn record(
     cx: &Ctx,
+    clock: Clock,
     rendered: &Rendered,
     probe: &Probe,
     action: Action,
@@ -719,7 +755,7 @@ fn record(
     };
     let Rendered { head, longer } = rendered;
     let violation = Violation {
-        at: js_sys::Date::now(),
+        at: clock.at,
         origin: place.origin,
         session_id: place.session_id,
         seq: place.seq,
@@ -764,20 +800,20 @@ fn record(
             }
         )
     };
-    warn_with(cx, &session_id, &text);
+    warn_with(cx, clock, &session_id, &text);
     exclusive(&cx.ledger, |ledger| ledger.push(violation));
 }
 
 /// Log a warn line about `session_id` once the guard returns to JavaScript,
 /// within the per-session bound.
 fn warn(cx: &Ctx, session_id: &str, text: &str) {
-    warn_with(cx, session_id, &|| text.to_owned());
+    warn_with(cx, Clock::read(), session_id, &|| text.to_owned());
 }
 
 /// [`warn`], the line made only when it is written.
-fn warn_with(cx: &Ctx, session_id: &str, text: &dyn Fn() -> String) {
+fn warn_with(cx: &Ctx, clock: Clock, session_id: &str, text: &dyn Fn() -> String) {
     if let Some(w) = &cx.warn {
-        emit_with(w, session_id, text);
+        emit_at(w, session_id, clock.now, text);
     }
 }
 
@@ -795,7 +831,7 @@ pub(super) fn reconfigure(guard: u32, config: InboxConfig) {
         ledger: cx.ledger.clone(),
         sightings: cx.sightings.clone(),
         owner: cx.owner.clone(),
-        summaries: RefCell::default(),
+        sources: RefCell::default(),
     });
     state(|s| {
         if let Some(g) = s.guards.get_mut(guard) {

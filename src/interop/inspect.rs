@@ -316,9 +316,10 @@ pub(super) fn begin(guard: u32, started_at: f64, unannounced: bool) -> f64 {
         let first_unannounced = unannounced && !std::mem::replace(&mut g.warned_unannounced, true);
         let warn = first_unannounced.then(|| g.sink.warn.clone()).flatten();
         let key = state.flights.begin(query, started_at);
-        Some((key, warn))
+        let due = started_at + f64::from(query.deadline_ms);
+        Some((key, warn, due, state.flights.len()))
     });
-    let Some((key, warn)) = begun else {
+    let Some((key, warn, due, waiting)) = begun else {
         return -1.0;
     };
     if let Some(warn) = warn {
@@ -329,8 +330,16 @@ pub(super) fn begin(guard: u32, started_at: f64, unannounced: bool) -> f64 {
              the guard found the request in the registry's pending entries instead",
         );
     }
-    rearm_at(started_at);
-    hold_while_waiting();
+    // The new flight is the one that may be due before the timer fires (any
+    // other was armed for already); the first flight takes hold of the process.
+    TIMER.with(|cell| {
+        exclusive(cell, |timer| {
+            timer.arm(due, || started_at);
+            if waiting == 1 {
+                timer.hold(true);
+            }
+        });
+    });
     key.to_f64()
 }
 
@@ -475,8 +484,10 @@ pub(super) fn settle(key: f64) {
     let Some(key) = FlightKey::from_f64(key) else {
         return;
     };
-    if state(|s| s.flights.land(key)).is_some() {
-        hold_while_waiting();
+    let left = state(|s| s.flights.land(key).map(|_| s.flights.len()));
+    // The last flight lets go of the process.
+    if left == Some(0) {
+        TIMER.with(|cell| exclusive(cell, |timer| timer.hold(false)));
     }
 }
 
@@ -588,11 +599,6 @@ fn end_flights(ended: Vec<FlightKey>) -> Array {
 /// Arm the timer for the earliest due flight.
 fn rearm() {
     arm(state(|s| s.flights.next_due()), monotonic_now);
-}
-
-/// Arm the timer for the earliest due flight, `now` being the clock's reading.
-fn rearm_at(now: f64) {
-    arm(state(|s| s.flights.next_due()), || now);
 }
 
 /// Arm the deadline timer for `due` (ms on the monotonic clock; `now()` reads

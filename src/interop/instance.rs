@@ -194,8 +194,8 @@ impl Instance {
 
     /// Whether a warn line about `session` may be written now (see [`LogBound`]),
     /// with the notice that goes with it.
-    fn admit_line(&self, session: &str) -> Admit {
-        exclusive(&self.log_bound, |b| b.admit(session, monotonic_now()))
+    fn admit_line(&self, session: &str, now: f64) -> Admit {
+        exclusive(&self.log_bound, |b| b.admit(session, now))
     }
 
     /// A JavaScript function served by `role` of `id`. When it may not enter
@@ -243,7 +243,12 @@ pub(super) fn emit(log: &Function, session: &str, text: &str) {
 
 /// [`emit`], the line made only when it is written (most of a flood is left out).
 pub(super) fn emit_with(log: &Function, session: &str, text: &dyn Fn() -> String) {
-    match with(|instance| instance.admit_line(session)) {
+    emit_at(log, session, monotonic_now(), text);
+}
+
+/// [`emit_with`], with the monotonic clock read already (`now`).
+pub(super) fn emit_at(log: &Function, session: &str, now: f64, text: &dyn Fn() -> String) {
+    match with(|instance| instance.admit_line(session, now)) {
         Admit::Write { left_out } => {
             if left_out > 0 {
                 log_later(log, &left_out_notice(session, left_out));

@@ -16,12 +16,7 @@ use crate::error::Error;
 
 #[wasm_bindgen(module = "/src/interop/trampolines.js")]
 extern "C" {
-    pub(super) fn configure(
-        constants: &JsValue,
-        shape: &JsValue,
-        repair_source: &JsValue,
-        entries: &Array,
-    );
+    pub(super) fn configure(constants: &JsValue, shape: &JsValue, entries: &Array);
     #[wasm_bindgen(js_name = makeMethod)]
     pub(super) fn make_method(
         token: u32,
@@ -118,7 +113,7 @@ extern "C" {
 #[wasm_bindgen(module = "/src/interop/edits.js")]
 extern "C" {
     #[wasm_bindgen(js_name = repairMessage)]
-    pub(super) fn repair_message(create: &Function, value: &JsValue, summary: &JsValue) -> JsValue;
+    pub(super) fn repair_message(create: &Function, value: &JsValue, source: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = repairAt)]
     pub(super) fn repair_at(
         batch: &JsValue,

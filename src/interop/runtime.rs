@@ -32,7 +32,7 @@ use wasm_bindgen::JsCast;
 
 use super::fault::{self, Point};
 use super::instance::{self, exclusive, Role};
-use super::js::{bind_shim, configure, get, object, raise, recovery_due, to_index, to_js_error};
+use super::js::{bind_shim, configure, get, raise, recovery_due, to_index, to_js_error};
 use super::{inbox, inspect, plugin};
 use crate::error::Error;
 use crate::recovery::Plan;
@@ -207,12 +207,6 @@ impl Runtime {
         configure(
             &constants(),
             &js_sys::JSON::parse(crate::inbox::SHAPE_LAYOUT_JSON).unwrap_or(JsValue::UNDEFINED),
-            &object(
-                &crate::inbox::REPAIR_SOURCE
-                    .map(|(key, value)| (key, JsValue::from_str(value)))
-                    .each_ref()
-                    .map(|(k, v)| (*k, v)),
-            ),
             &[
                 dispatch.as_ref(),
                 claim.as_ref(),

@@ -22,13 +22,13 @@ import { hasMessageCode, setLayout } from './shapes.js'
 import { fail, faultFacts, left, life } from './supervisor.js'
 
 /**
- * A new instance: its constants (field names, event names, texts, the
- * shape-code layout and the repaired message's source), and the entry points
- * every trampoline of this generation calls.
+ * A new instance: its constants (field names, event names, texts and the
+ * shape-code layout), and the entry points every trampoline of this generation
+ * calls.
  */
-export function configure(constants, shape, repairSource, [dispatch, claim, begin, settle, tick]) {
+export function configure(constants, shape, [dispatch, claim, begin, settle, tick]) {
   life.gen += 1
-  life.K = { ...constants, shape, repairSource }
+  life.K = { ...constants, shape }
   life.dispatch = dispatch
   life.claim = claim
   life.begin = begin
