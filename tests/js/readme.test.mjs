@@ -89,7 +89,7 @@ describe('README.md and README.zh.md have the same structure', () => {
     assert.ok(doc.tables.length >= 3, `tables found: ${doc.tables.length}`)
     assert.ok(doc.fences.length >= 4, `fenced blocks found: ${doc.fences.length}`)
     assert.ok(doc.quotes.length >= 1, 'blockquotes found')
-    assert.ok(doc.bench && doc.bench.includes('| § |'), 'the bench block holds the table')
+    assert.ok(doc.bench && doc.bench.includes('| Measure |'), 'the bench block holds the summary table')
     assert.ok(doc.sections.some((s) => s.code.length > 10), 'inline code found')
   })
 })

@@ -3,10 +3,10 @@
 //
 // A. per row of sections 1 and 2, the cost each guard adds over the unguarded
 //    host (one scale per row, so a 30 ns pass-through and a 50 µs claim are
-//    both readable), with the row's floor or budget where it has one, and
+//    both readable), with the row's budget where it has one in ns, and
 //    harness-guard's paired ratio to each peer;
 // B. p99 lateness of unanswered client queries past their deadline, against
-//    the number of queries waiting at once (log-log), with the budget;
+//    the number of queries waiting at once (log-log), with a 50 ms reference line;
 // C. memory per waiting query: the host's own, and what each guard adds.
 
 import { writeFileSync } from 'node:fs'
@@ -68,12 +68,12 @@ function costPanel(rows, top) {
   const barW = 440
   const barH = 13
   out.push(text(20, top + 18, 'A. Cost each guard adds over the unguarded host (0 = unguarded), per row of §1 and §2', { size: 15, weight: 'bold' }))
-  out.push(text(20, top + 36, 'Medians of per-round differences; each row has its own scale. Right: harness-guard\'s paired per-call time ÷ each peer\'s (below 1.00× = faster).', { size: 11, color: '#555' }))
+  out.push(text(20, top + 36, 'Medians over rounds; each row has its own scale. Right: harness-guard\'s paired ratio to each peer, per call or claim (below 1.00× = faster).', { size: 11, color: '#555' }))
   out.push(...legend(top + 56))
   let y = top + 72
   for (const r of rows) {
     const values = ARMS.map((arm) => r.values[arm.id]).filter((v) => v !== undefined)
-    const marks = [r.floor, r.budget].filter((v) => v !== undefined && v > 0)
+    const marks = [r.budget].filter((v) => v !== undefined && v > 0)
     // The scale: the largest figure either way (a row of noise around zero keeps a scale of its own size).
     const max = Math.max(1, ...values.map(Math.abs), ...marks) * 1.08
     const scale = barW / max
@@ -90,11 +90,6 @@ function costPanel(rows, top) {
       out.push(text(x0 + Math.max(0, v) * scale + 5, by + barH - 2, time(v), { size: 11 }))
     })
     out.push(line(x0, y + 5, x0, y + blockH - 2, { color: '#444' }))
-    if (r.floor !== undefined && r.floor > 0) {
-      const fx = x0 + r.floor * scale
-      out.push(line(fx, y + 4, fx, y + blockH - 1, { color: '#b00', width: 1.5, dash: '4 3' }))
-      out.push(text(fx, y + blockH + 8, `floor ${time(r.floor)}: the host's dispatch to a session/event observer`, { size: 10, anchor: fx > x0 + barW / 2 ? 'end' : 'start', color: '#b00' }))
-    }
     if (r.budget !== undefined) {
       const bx = x0 + r.budget * scale
       out.push(line(bx, y + 4, bx, y + blockH - 1, { color: '#7a00b0', width: 1.5, dash: '2 2' }))
@@ -103,7 +98,7 @@ function costPanel(rows, top) {
     const rx = WIDTH - 20
     if (r.vs?.sd) out.push(text(rx, y + 18, `÷ seed ${r.vs.sd.median.toFixed(2)}×`, { size: 12, anchor: 'end', weight: 'bold', color: r.vs.sd.median <= 1 ? '#1a7a1a' : '#b00' }))
     if (r.vs?.pj) out.push(text(rx, y + 34, `÷ plain-JS ${r.vs.pj.median.toFixed(2)}×`, { size: 12, anchor: 'end', weight: 'bold', color: r.vs.pj.median <= 1 ? '#1a7a1a' : '#b00' }))
-    y += Math.max(blockH, 16 + labelLines.length * 14 + 6) + (r.floor !== undefined || r.budget !== undefined ? 14 : 4)
+    y += Math.max(blockH, 16 + labelLines.length * 14 + 6) + (r.budget !== undefined ? 14 : 4)
   }
   return { svg: out, bottom: y }
 }
@@ -140,7 +135,7 @@ function latenessPanel(points, top, budget) {
   out.push(text((left + right) / 2, plotBottom + 34, 'client queries waiting at once (N)', { size: 12, anchor: 'middle' }))
   out.push(`<text x="24" y="${(plotTop + h / 2).toFixed(1)}" font-size="12" text-anchor="middle" transform="rotate(-90 24 ${(plotTop + h / 2).toFixed(1)})" fill="#222">p99 lateness (ms)</text>`)
   out.push(line(left, Y(budget), right, Y(budget), { color: '#7a00b0', width: 1.5, dash: '6 3' }))
-  out.push(text(left + 6, Y(budget) - 5, `budget: p99 < ${budget} ms at 100,000`, { size: 11, color: '#7a00b0' }))
+  out.push(text(left + 6, Y(budget) - 5, `${budget} ms (for reference; the budget at 100,000 is the seed's guard's p99)`, { size: 11, color: '#7a00b0' }))
   ARMS.forEach((arm, i) => {
     const pts = points.filter((p) => p[arm.id] !== undefined)
     if (pts.length > 1) out.push(`<polyline fill="none" stroke="${arm.color}" stroke-width="2" points="${pts.map((p) => `${X(p.n).toFixed(1)},${Y(p[arm.id]).toFixed(1)}`).join(' ')}"/>`)
@@ -177,7 +172,7 @@ function memoryPanel(memory, top) {
 
 /**
  * Write the chart of `data` ({ rows, lateness, memory }) to `file`.
- * rows: [{ label, unit, values: { hg, pj, sd } (ns), vs, floor?, budget? }];
+ * rows: [{ label, unit, values: { hg, pj, sd } (ns), vs, budget? }];
  * lateness: [{ n, hg?, pj?, sd? } (ms)]; memory: { n, host, hg?, pj?, sd? } (bytes).
  */
 export function writeChart(file, data, { title, budgetMs = 50 } = {}) {

@@ -1,23 +1,53 @@
-// The honest plain-JavaScript baseline: the guard a user could write instead of
-// installing harness-guard, with the same observable behaviour, written the
-// obvious way and without tricks in either direction.
+// A peer arm of `make bench`: the guard written in plain JavaScript, as fast as
+// this project can write it, with the behaviour of harness-guard's contract on
+// every path the benchmark measures. It is the bar harness-guard is judged
+// against; tests/js/bench/README.md says what it does and what it leaves out.
 //
-// Inspect half: a `platform: "client"` query races a deadline held by one ref'd
-// `setTimeout` per query; the registry gets a signal derived with
-// `AbortSignal.any([caller, own])`, and the guard aborts its own controller at
-// the deadline (the registry then removes its pending entry and emits
-// `cordis/inspect-query-resolved`); the caller gets the same coded errors and
-// messages as from harness-guard. Page refusals start the refusal grace; an
-// unbound agent is refused instead of throwing; one report per rejected query.
+// Inspect half. `query` and `resolveClientQuery` replaced on the raw registry; a
+// `platform: "client"` query goes to the registry with the caller's own
+// arguments (signal included), and its request id is learnt from the registry's
+// own `cordis/inspect-query` announcement (or, unannounced, from its newest
+// pending entry, said once). Every query of one guard has the same deadline, so
+// the flights are due in the order they began: one Node `Timeout` serves them
+// all, refreshed when the first flight arrives, ref'd exactly while a flight
+// waits. At the deadline (or the end of the refusal grace after a page's first
+// refusal) the registry's pending entry is removed and settled, and
+// `cordis/inspect-query-resolved` emitted, as the registry's own abort path
+// would; the caller gets the contract's coded error, made without a stack. The
+// caller's promise is one async function per query. An unbound agent is
+// refused with `{ accepted: false }`. Disposal ends every flight with
+// `INSPECT_CLIENT_GUARD_DISPOSED`. One report per rejected query, kept (the
+// latest 1,000) and logged.
 //
-// Inbox half: every agent created after the install has its `inbox.claim`
-// wrapped; the claimed batch is sanitized in place with the same rules, records
-// and warnings; a `session/event` observer records non-messages at their durable
-// write. (harness-guard's pre-step placements, for agents and batches that
-// predate the mount, are not on the measured paths and are left out.)
+// Inbox half. Every agent's `inbox.claim` wrapped (at `agent/created`, and at
+// the first `agent/pre-step` of an agent that predates the install); the
+// claimed batch sanitized in place before any pre-step listener sees it:
+// `repair` makes a string, finite number, boolean or bigint the contract's
+// notice message with `createUserMessage`, anything else is dropped;
+// `quarantine` drops every non-message; `report` records only. A batch not made
+// by the host's own claim alone (another plugin's claim under this one, or one
+// added to after it) has its message-shaped entries judged by their plain copy
+// (through JSON), which is handed on in their place. A turn's batch emptied
+// while more turns wait claims the next one. The pre-step entry sanitizes a
+// batch the wrapper did not return as it is (claimed before the install, or
+// added to since) and sweeps the pending lists through `inbox.splice`. A
+// `session/event` observer records every non-message at its durable write. One
+// value seen at its write, while pending and at the claim is one value (its
+// records share a `valueId`; `counts().observed` counts values), told apart as
+// harness-guard tells them. The latest 1,000 violations are kept.
+//
+// Both halves: every echoed string (log lines and previews) has its control and
+// bidi characters shown as visible escapes, as harness-guard's (`\n`, `\u001b`,
+// …); warn lines are bounded per session, 20 a minute, then one notice, then a
+// count of what was left out.
+//
+// Not here: the `HarnessGuard` provider and the command, the services as cordis
+// services, live reconfiguration, and failing open (a fault of this code is the
+// host's); none is on a measured path.
 
 const ORIGINAL = Symbol.for('cordis.original')
 const RECORD_CAP = 1000
+const PAGE_TEXT = 4096
 const INSTEAD = 'Do not retry platform:"client" queries here: read the source, or use a platform:"host" provider from cordis_inspect_list instead.'
 
 /** The object under `Symbol.for('cordis.original')`, else the value itself. */
@@ -29,175 +59,16 @@ export function originalOf(value) {
   }
 }
 
-function coded(code, message) {
-  const error = new Error(message)
-  error.code = code
-  return error
-}
+// ---- echoing ----------------------------------------------------------------
 
-/** Replace `object[key]`; returns the restore function. */
-function patch(object, key, replacement) {
-  const own = Object.getOwnPropertyDescriptor(object, key)
-  object[key] = replacement
-  return () => {
-    if (object[key] !== replacement) return
-    if (own) Object.defineProperty(object, key, own)
-    else delete object[key]
-  }
-}
+const ESCAPED = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/
+const ESCAPED_ALL = new RegExp(ESCAPED.source, 'g')
+const SHORT = { '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+const escapeChar = (c) => SHORT[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`
 
-/**
- * Guard `registry`'s client queries. Options as harness-guard's
- * `{ deadlineMs, refusalGraceMs }`, plus `warn(text, report)`.
- * Returns `dispose()`.
- */
-export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusalGraceMs = Math.min(1000, deadlineMs), warn } = {}) {
-  const raw = originalOf(registry)
-  const previousQuery = raw.query
-  const previousResolve = raw.resolveClientQuery
-  const flights = new Set()
-  const byRequest = new Map()
-  let announcing = null
-  const counts = { deadline: 0, refused: 0, unboundAgent: 0, disposed: 0 }
-  const reports = []
-
-  const report = (kind, flight, reason) => {
-    const entry = {
-      kind,
-      requestId: flight.requestId ?? '',
-      providerId: flight.providerId ?? '',
-      methodName: flight.methodName ?? '',
-      deadlineMs,
-      at: Date.now(),
-      ...(reason === undefined ? {} : { reason }),
-    }
-    counts[kind === 'unbound-agent' ? 'unboundAgent' : kind] += 1
-    if (reports.length === RECORD_CAP) reports.shift()
-    reports.push(entry)
-    warn?.(`harness-guard (plain JS): client inspect request ${entry.requestId} (${entry.providerId}.${entry.methodName}): ${kind}`, entry)
-  }
-
-  // Take a flight off every table; false if it already ended.
-  const land = (flight) => {
-    if (flight.done) return false
-    flight.done = true
-    clearTimeout(flight.timer)
-    flights.delete(flight)
-    if (flight.requestId !== undefined) byRequest.delete(flight.requestId)
-    return true
-  }
-
-  const end = (flight, kind) => {
-    if (!land(flight)) return
-    flight.controller.abort()
-    const name = `${flight.providerId}.${flight.methodName}`
-    let error
-    if (kind === 'deadline') {
-      error = coded('INSPECT_CLIENT_DEADLINE', `Client inspect query ${name} got no answer from any page within ${deadlineMs}ms. Client Inspect Providers only run inside a live browser page, so a session with no page open — a subagent, a teammate, a headless or ACP run — has nobody to answer it. ${INSTEAD}`)
-    } else if (kind === 'refused') {
-      const r = flight.refusal
-      error = r.invalidOutput
-        ? coded('INSPECT_CLIENT_REFUSED', `Client inspect query ${name} was refused: the page's answer failed output validation against the method's outputSchema, so the registry discarded it. ${INSTEAD}`)
-        : coded('INSPECT_CLIENT_REFUSED', `Client inspect query ${name} was refused by the page: ${r.reason}: ${r.message}. The page that answered cannot serve this query, so asking again will get the same refusal. ${INSTEAD}`)
-    } else {
-      error = coded('INSPECT_CLIENT_GUARD_DISPOSED', `Client inspect query ${name} was abandoned because harness-guard was stopped while it waited for a page. ${INSTEAD}`)
-    }
-    flight.reject(error)
-    report(kind, flight, kind === 'refused' ? (flight.refusal.invalidOutput ? 'invalid-output' : flight.refusal.reason) : undefined)
-  }
-  const expire = (flight) => end(flight, flight.refusal ? 'refused' : 'deadline')
-
-  const unlisten = raw.ctx.on('cordis/inspect-query', (request) => {
-    if (announcing === null) return
-    announcing.requestId = request.requestId
-    announcing.agentId = request.agentId
-    byRequest.set(request.requestId, announcing)
-    announcing = null
-  })
-
-  const restoreQuery = patch(raw, 'query', function plainGuardedQuery(platform, providerId, methodName, input, agent, signal) {
-    if (platform !== 'client' || !(signal instanceof AbortSignal) || signal.aborted) {
-      return previousQuery.apply(this, arguments)
-    }
-    const controller = new AbortController()
-    const flight = {
-      providerId, methodName, controller,
-      requestId: undefined, agentId: undefined,
-      startedAt: performance.now(), timer: undefined, reject: undefined, refusal: undefined, done: false,
-    }
-    announcing = flight
-    let inner
-    try {
-      inner = previousQuery.call(this, platform, providerId, methodName, input, agent, AbortSignal.any([signal, controller.signal]))
-    } finally {
-      announcing = null
-    }
-    return new Promise((resolve, reject) => {
-      flight.reject = reject
-      flight.timer = setTimeout(expire, deadlineMs, flight)
-      flights.add(flight)
-      inner.then(
-        (value) => { if (land(flight)) resolve(value) },
-        (error) => { if (land(flight)) reject(error) },
-      )
-    })
-  })
-
-  const restoreResolve = patch(raw, 'resolveClientQuery', function plainGuardedResolve(agent, requestId, resolution) {
-    if (agent === null || agent === undefined) {
-      const flight = byRequest.get(requestId)
-      report('unbound-agent', flight ?? { requestId })
-      return { accepted: false }
-    }
-    const result = previousResolve.apply(this, arguments)
-    if (result?.accepted !== false) return result
-    const flight = byRequest.get(requestId)
-    if (flight === undefined || flight.done || flight.refusal || flight.agentId !== agent.id) return result
-    flight.refusal = resolution?.ok
-      ? { invalidOutput: true }
-      : { reason: String(resolution?.reason ?? '').slice(0, 4096), message: String(resolution?.message ?? '').slice(0, 4096) }
-    const left = flight.startedAt + deadlineMs - performance.now()
-    if (refusalGraceMs < left) {
-      clearTimeout(flight.timer)
-      flight.timer = setTimeout(expire, refusalGraceMs, flight)
-    }
-    return result
-  })
-
-  return function dispose() {
-    restoreQuery()
-    restoreResolve()
-    unlisten?.()
-    for (const flight of [...flights]) end(flight, 'disposed')
-  }
-}
-
-// ---- inbox ------------------------------------------------------------------
-
-const REPAIRABLE = new Set(['string', 'number', 'boolean', 'bigint'])
-
-/** A usable message, read defensively; a throwing getter or Proxy trap makes it unusable. */
-function isMessage(value) {
-  try {
-    return value !== null && typeof value === 'object'
-      && typeof value.id === 'string' && value.id.length > 0
-      && value.role === 'user'
-      && Array.isArray(value.content)
-      && value.source !== null && typeof value.source === 'object'
-      && typeof value.source.kind === 'string'
-  } catch {
-    return false
-  }
-}
-
-function kindOf(value) {
-  try {
-    if (value === null) return 'null'
-    if (Array.isArray(value)) return 'array'
-    return typeof value
-  } catch {
-    return 'unreadable'
-  }
+/** `text` with every control and bidi character shown as a visible escape. */
+export function escape(text) {
+  return ESCAPED.test(text) ? text.replace(ESCAPED_ALL, escapeChar) : text
 }
 
 function render(value) {
@@ -220,39 +91,428 @@ function render(value) {
   }
 }
 
+/**
+ * At most `chars` UTF-16 units of the escaped rendering, plus `…` when cut; a
+ * cut never splits an escape or a surrogate pair.
+ */
 function preview(value, chars) {
   const text = render(value)
-  return text.length > chars ? `${text.slice(0, chars)}…` : text
+  const head = text.length > chars + 1 ? text.slice(0, chars + 2) : text
+  let out = ''
+  let used = 0
+  let read = 0
+  for (const c of head) {
+    const shown = ESCAPED.test(c) ? escapeChar(c) : c
+    if (used + shown.length > chars) return `${out}…`
+    out += shown
+    used += shown.length
+    read += c.length
+  }
+  return read < text.length ? `${out}…` : out
+}
+
+/**
+ * Warn lines bounded per session: the first 20 of a minute written, the 21st
+ * replaced by a notice, the rest left out and counted in the session's first
+ * line after the minute. At most 4,096 sessions' windows are kept.
+ */
+function logBound(warn) {
+  const windows = new Map()
+  return (session, text) => {
+    if (warn === undefined) return
+    const now = performance.now()
+    let w = windows.get(session)
+    if (w !== undefined && now - w.start >= 60_000) {
+      windows.delete(session)
+      if (w.leftOut > 0) {
+        const n = w.leftOut
+        warn(`${n} warn ${n === 1 ? 'line' : 'lines'} for session ${escape(session)} ${n === 1 ? 'was' : 'were'} left out (more than 20 in a minute)`)
+      }
+      w = undefined
+    }
+    if (w === undefined) {
+      if (windows.size >= 4096) windows.delete(windows.keys().next().value)
+      windows.set(session, { start: now, written: 1, leftOut: 0 })
+      warn(text())
+      return
+    }
+    if (w.written < 20) {
+      w.written += 1
+      warn(text())
+      return
+    }
+    w.leftOut += 1
+    if (w.leftOut === 1) warn(`further warn lines for session ${escape(session)} are left out for the rest of the minute (more than 20 in a minute)`)
+  }
+}
+
+/** An `Error` with `code`, without a stack (made at a deadline, it would only show the timer). */
+function coded(code, message) {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  const error = new Error(message)
+  Error.stackTraceLimit = limit
+  error.code = code
+  return error
+}
+
+/** Replace `object[key]`; returns the restore function. */
+function patch(object, key, replacement) {
+  const own = Object.getOwnPropertyDescriptor(object, key)
+  Object.defineProperty(object, key, { value: replacement, writable: true, configurable: true, enumerable: own?.enumerable ?? false })
+  return () => {
+    if (Object.getOwnPropertyDescriptor(object, key)?.value !== replacement) return
+    if (own) Object.defineProperty(object, key, own)
+    else delete object[key]
+  }
+}
+
+// ---- inspect ----------------------------------------------------------------
+
+/** What a pending entry the guard ended is settled with (the caller gets the guard's error). */
+const ENDED = Object.freeze({ ok: true, data: undefined })
+
+/**
+ * Guard `registry`'s client queries. Options as harness-guard's
+ * `{ deadlineMs, refusalGraceMs, onReport }`, plus `warn(text)` for log lines and
+ * `validate` (dsh-tools' `validateJsonSchemaValue`) to word an invalid answer.
+ * Returns `dispose()`.
+ */
+export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusalGraceMs = Math.min(1000, deadlineMs), onReport, warn, validate } = {}) {
+  const raw = originalOf(registry)
+  const previousQuery = raw.query
+  const previousResolve = raw.resolveClientQuery
+  const pending = raw.pending
+  /** Flights by request id; insertion order is due order (one deadline for all). */
+  const flights = new Map()
+  /** Flights after a page's refusal: due at the end of their grace. */
+  const refused = new Set()
+  const announcing = []
+  const counts = { deadline: 0, refused: 0, unboundAgent: 0, disposed: 0 }
+  const reports = []
+  const say = logBound(warn)
+  let warnedUnannounced = false
+  let timer
+  let timerDelay = 0
+  let armedFor = Infinity
+
+  const report = (kind, flight, reason) => {
+    const entry = {
+      kind,
+      requestId: flight.requestId ?? '',
+      sessionId: flight.agentId,
+      providerId: flight.providerId ?? '',
+      methodName: flight.methodName ?? '',
+      deadlineMs,
+      at: Date.now(),
+      ...(reason === undefined ? {} : { reason: escape(reason) }),
+    }
+    counts[kind === 'unbound-agent' ? 'unboundAgent' : kind] += 1
+    if (reports.length === RECORD_CAP) reports.shift()
+    reports.push(entry)
+    say(flight.agentId ?? '', () => `client inspect request ${escape(entry.requestId)} (${escape(entry.providerId)}.${escape(entry.methodName)}) of session ${escape(flight.agentId ?? '?')}: ${kind}${reason === undefined ? '' : ` (${escape(reason)})`}`)
+    onReport?.(entry)
+  }
+
+  const error = (kind, flight) => {
+    const name = `${flight.providerId}.${flight.methodName}`
+    if (kind === 'deadline') return coded('INSPECT_CLIENT_DEADLINE', `Client inspect query ${name} got no answer from any page within ${deadlineMs}ms. Client Inspect Providers only run inside a live browser page, so a session with no page open — a subagent, a teammate, a headless or ACP run — has nobody to answer it. ${INSTEAD}`)
+    if (kind === 'disposed') return coded('INSPECT_CLIENT_GUARD_DISPOSED', `Client inspect query ${name} was abandoned because harness-guard was stopped while it waited for a page. ${INSTEAD}`)
+    const r = flight.refusal
+    if (!r.invalidOutput) return coded('INSPECT_CLIENT_REFUSED', `Client inspect query ${name} was refused by the page: ${r.reason}: ${r.message}. The page that answered cannot serve this query, so asking again will get the same refusal. ${INSTEAD}`)
+    if (r.detail) return coded('INSPECT_CLIENT_REFUSED', `Client inspect query ${name} was refused: the page's answer failed output validation: ${r.detail}. The registry discards such answers, so asking again will get the same refusal. ${INSTEAD}`)
+    return coded('INSPECT_CLIENT_REFUSED', `Client inspect query ${name} was refused: the page's answer failed output validation against the method's outputSchema, so the registry discarded it. ${INSTEAD}`)
+  }
+
+  /** End a flight: the caller's error, the registry's entry removed and settled, the event emitted. */
+  const end = (flight, kind) => {
+    flights.delete(flight.requestId)
+    refused.delete(flight)
+    flight.error = error(kind, flight)
+    const entry = pending.get(flight.requestId)
+    if (entry !== undefined) {
+      pending.delete(flight.requestId)
+      entry.settle(ENDED)
+      try {
+        raw.ctx.emit('cordis/inspect-query-resolved', { requestId: flight.requestId })
+      } catch (thrown) {
+        process.nextTick(() => { throw thrown })
+      }
+    }
+    report(kind, flight, kind === 'refused' ? (flight.refusal.invalidOutput ? 'invalid-output' : flight.refusal.reason) : undefined)
+  }
+
+  /** The one timer: set for `at` unless set earlier; refreshed when its delay is the same. */
+  const arm = (at, now) => {
+    if (armedFor <= at) return
+    armedFor = at
+    const delay = Math.max(1, Math.ceil(at - now))
+    if (timer !== undefined && delay === timerDelay) timer.refresh()
+    else {
+      if (timer !== undefined) clearTimeout(timer)
+      timer = setTimeout(expire, delay)
+      timerDelay = delay
+    }
+    if (flights.size === 0) timer.unref()
+    else timer.ref()
+  }
+
+  const expire = () => {
+    armedFor = Infinity
+    const now = performance.now()
+    for (const flight of refused) if (flight.due <= now) end(flight, 'refused')
+    for (const flight of flights.values()) {
+      if (flight.deadlineAt > now) break
+      end(flight, flight.refusal ? 'refused' : 'deadline')
+    }
+    let next = Infinity
+    for (const flight of refused) next = Math.min(next, flight.due)
+    const first = flights.values().next().value
+    if (first !== undefined) next = Math.min(next, first.deadlineAt)
+    if (next < Infinity) arm(next, now)
+    else timer?.unref()
+  }
+
+  const land = (flight) => {
+    flights.delete(flight.requestId)
+    refused.delete(flight)
+    if (flights.size === 0) timer?.unref()
+  }
+
+  /** The caller's promise: the registry's outcome, unless the guard ended the flight first. */
+  const waitFor = async (inner, flight) => {
+    let value
+    try {
+      value = await inner
+    } catch (thrown) {
+      if (flight.error !== undefined) throw flight.error
+      land(flight)
+      throw thrown
+    }
+    if (flight.error !== undefined) throw flight.error
+    land(flight)
+    return value
+  }
+
+  const unlisten = raw.ctx.on('cordis/inspect-query', (request) => {
+    const flight = announcing.at(-1)
+    if (flight !== undefined && flight.requestId === undefined) {
+      flight.requestId = request.requestId
+      flight.agentId = request.agentId
+    }
+  })
+
+  const restoreQuery = patch(raw, 'query', function plainGuardedQuery(platform, providerId, methodName) {
+    if (platform !== 'client') return Reflect.apply(previousQuery, this, arguments)
+    const before = pending.size
+    const startedAt = performance.now()
+    const flight = { requestId: undefined, agentId: undefined, providerId, methodName, deadlineAt: startedAt + deadlineMs, due: 0, refusal: undefined, error: undefined }
+    announcing.push(flight)
+    let inner
+    try {
+      inner = Reflect.apply(previousQuery, this, arguments)
+    } finally {
+      announcing.pop()
+    }
+    if (!(inner instanceof Promise)) return inner
+    if (flight.requestId === undefined) {
+      if (pending.size <= before) return inner
+      for (const [requestId, entry] of pending) {
+        flight.requestId = requestId
+        flight.agentId = entry?.request?.agentId
+      }
+      if (!warnedUnannounced) {
+        warnedUnannounced = true
+        warn?.('the registry did not emit cordis/inspect-query while a client query went on waiting; the guard found the request in the registry\'s pending entries instead')
+      }
+    }
+    flights.set(flight.requestId, flight)
+    if (flights.size === 1) {
+      if (timer === undefined || armedFor === Infinity) arm(flight.deadlineAt, startedAt)
+      timer.ref()
+    }
+    return waitFor(inner, flight)
+  })
+
+  const restoreResolve = patch(raw, 'resolveClientQuery', function plainGuardedResolve(agent, requestId, resolution) {
+    if (agent === null || agent === undefined) {
+      const flight = flights.get(requestId)
+      report('unbound-agent', flight ?? { requestId, providerId: '', methodName: '' })
+      return { accepted: false }
+    }
+    const result = Reflect.apply(previousResolve, this, arguments)
+    if (result?.accepted !== false) return result
+    const flight = flights.get(requestId)
+    if (flight === undefined || flight.refusal || agent.id !== flight.agentId) return result
+    const now = performance.now()
+    if (now > flight.deadlineAt) return result
+    flight.refusal = resolution?.ok
+      ? { invalidOutput: true, detail: explain(flight, resolution) }
+      : { reason: String(resolution?.reason ?? '').slice(0, PAGE_TEXT), message: String(resolution?.message ?? '').slice(0, PAGE_TEXT) }
+    flight.due = Math.min(now + refusalGraceMs, flight.deadlineAt)
+    refused.add(flight)
+    arm(flight.due, now)
+    return result
+  })
+
+  /** Why an answer failed validation, as dsh-tools' validator words it, when it is given. */
+  const explain = (flight, resolution) => {
+    if (validate === undefined) return undefined
+    try {
+      const provider = raw.list().find((p) => p.platform === 'client' && p.id === flight.providerId)
+      const schema = provider?.methods?.find((m) => m.name === flight.methodName)?.outputSchema
+      const problems = schema === undefined ? [] : validate(schema, resolution.data, 'output')
+      return problems.length > 0 ? problems.join('; ').slice(0, PAGE_TEXT) : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  const dispose = () => {
+    restoreQuery()
+    restoreResolve()
+    unlisten?.()
+    for (const flight of [...flights.values()]) end(flight, 'disposed')
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    armedFor = Infinity
+  }
+  dispose.reports = () => reports.map((r) => ({ ...r }))
+  dispose.counts = () => ({ ...counts })
+  return dispose
+}
+
+// ---- inbox ------------------------------------------------------------------
+
+const REPAIRABLE = new Set(['string', 'number', 'boolean', 'bigint'])
+/** Values followed at once, across sessions (as harness-guard's). */
+const MAX_TRACKED = 4096
+
+/** A usable message, read defensively; a throwing getter or Proxy trap makes it unusable. */
+function isMessage(value) {
+  try {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
+    const id = value.id
+    if (typeof id !== 'string' || id.length === 0 || value.role !== 'user' || !Array.isArray(value.content)) return false
+    const source = value.source
+    return source !== null && typeof source === 'object' && !Array.isArray(source) && typeof source.kind === 'string'
+  } catch {
+    return false
+  }
+}
+
+function kindOf(value) {
+  try {
+    if (value === null) return 'null'
+    if (Array.isArray(value)) return 'array'
+    return typeof value
+  } catch {
+    return 'unreadable'
+  }
+}
+
+/** A detached plain copy through JSON, or `undefined` when there is none. */
+function plainCopy(value) {
+  try {
+    const text = JSON.stringify(value)
+    return text === undefined ? undefined : JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Which sightings of a bad value are one value, as harness-guard tells them
+ * (src/sightings.rs): by kind and the head of the rendering, within a session,
+ * followed as the inbox moves them (written → pending → claimed).
+ */
+class Sightings {
+  entries = []
+  next = 0
+
+  push(session, fp, id, place) {
+    if (this.entries.length === MAX_TRACKED) this.entries.shift()
+    this.entries.push({ session, fp, id, place })
+  }
+
+  take(session, fp, place) {
+    const i = this.entries.findIndex((e) => e.place === place && e.session === session && e.fp === fp)
+    if (i < 0) return undefined
+    return this.entries.splice(i, 1)[0].id
+  }
+
+  written(session, fp) {
+    const id = ++this.next
+    this.push(session, fp, id, 'pending')
+    return { id, fresh: true }
+  }
+
+  swept(session, found) {
+    const seen = found.map(({ fp }) => {
+      const id = this.take(session, fp, 'pending')
+      return id === undefined ? { id: ++this.next, fresh: true } : { id, fresh: false }
+    })
+    this.entries = this.entries.filter((e) => !(e.place === 'pending' && e.session === session))
+    found.forEach(({ fp, stays }, k) => { if (stays) this.push(session, fp, seen[k].id, 'pending') })
+    return seen
+  }
+
+  claimed(session, fps, byClaim) {
+    const seen = fps.map((fp) => {
+      const id = byClaim ? this.take(session, fp, 'pending') : (this.take(session, fp, 'claimed') ?? this.take(session, fp, 'pending'))
+      return id === undefined ? { id: ++this.next, fresh: true } : { id, fresh: false }
+    })
+    if (byClaim) {
+      this.entries = this.entries.filter((e) => !(e.place === 'claimed' && e.session === session))
+      fps.forEach((fp, k) => this.push(session, fp, seen[k].id, 'claimed'))
+    }
+    return seen
+  }
+
+  reset() {
+    this.entries = []
+  }
 }
 
 /**
  * Guard every agent's inbox in `ctx`. Options as harness-guard's inbox section,
- * plus `createUserMessage` and `warn(text, violation)`. Returns `dispose()`.
+ * plus `createUserMessage` and `warn(text)` for log lines. Returns `dispose()`.
  */
 export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80, createUserMessage, warn } = {}) {
   const counts = { repaired: 0, quarantined: 0, observed: 0 }
   const violations = []
+  const say = logBound(warn)
+  const sightings = new Sightings()
   // Wrapped inboxes, held weakly: a guard must not keep a disposed agent's
   // inbox (and through it, its whole session log) alive.
   const wrapped = new Set()
   let pruned = 0
+  /** The units of a rendering a preview and a fingerprint are made of. */
+  const units = 2 * previewChars + 2
 
-  const record = (value, action, place) => {
+  /** What tells a value apart within its session: its kind and the head of its rendering. */
+  const fingerprint = (value) => {
+    const text = render(value)
+    return `${kindOf(value)}\u0000${text.length > units ? 1 : 0}\u0000${text.slice(0, units)}`
+  }
+
+  const record = (value, action, origin, sessionId, target, index, seq, seen) => {
     const violation = {
       at: Date.now(),
-      origin: place.origin,
-      sessionId: place.sessionId,
-      ...(place.seq === undefined ? {} : { seq: place.seq }),
-      target: place.target,
-      index: place.index,
+      origin,
+      sessionId,
+      ...(seq === undefined ? {} : { seq }),
+      target,
+      index,
       valueKind: kindOf(value),
       preview: preview(value, previewChars),
       action,
+      valueId: seen.id,
     }
-    counts[action] += 1
+    if (action !== 'observed' || seen.fresh) counts[action] += 1
     if (violations.length === RECORD_CAP) violations.shift()
     violations.push(violation)
-    warn?.(`harness-guard (plain JS): ${place.origin} non-message in session ${place.sessionId ?? '?'} (${place.target}[${place.index}]): ${violation.valueKind} ${JSON.stringify(violation.preview)} ${action}`, violation)
+    say(sessionId ?? '', () => `${origin} non-message in session ${escape(sessionId ?? '?')} (${seq === undefined ? '' : `log seq ${seq}, `}${target === undefined ? `claimed position ${index}` : `${escape(String(target))}[${index}]`}): ${violation.valueKind} “${violation.preview}” ${action}`)
   }
 
   const repair = (value) => {
@@ -270,42 +530,69 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
     }
   }
 
-  const sanitize = (batch, sessionId, split) => {
+  /**
+   * Sanitize a batch in place (backwards); records in batch order. `deep`: the
+   * batch is not the host's own claim alone, so a message-shaped entry is judged
+   * by its plain copy, which is handed on in its place. `byClaim`: seen by the
+   * claim wrapper (else at the pre-step entry). Returns the entries left.
+   */
+  const sanitize = (batch, sessionId, split, deep, byClaim) => {
     let found
+    let left = batch.length
     for (let i = batch.length - 1; i >= 0; i -= 1) {
       const value = batch[i]
-      if (isMessage(value)) continue
+      if (isMessage(value)) {
+        if (!deep) continue
+        const copy = plainCopy(value)
+        if (isMessage(copy)) {
+          if (mode !== 'report') batch[i] = copy
+          continue
+        }
+      }
       let action = 'observed'
       if (mode !== 'report') {
-        const message = repair(value)
+        const message = isMessage(value) ? undefined : repair(value)
         if (message === undefined) {
           batch.splice(i, 1)
+          left -= 1
           action = 'quarantined'
         } else {
           batch[i] = message
           action = 'repaired'
         }
       }
-      ;(found ??= []).push([i, value, action])
+      ;(found ??= []).push(i, value, action)
     }
-    if (found === undefined) return
-    for (let k = found.length - 1; k >= 0; k -= 1) {
-      const [i, value, action] = found[k]
-      record(value, action, { origin: 'claimed', sessionId, target: i < split ? 'next-step' : 'next-turn', index: i })
+    if (found === undefined) return left
+    const fps = []
+    for (let k = found.length - 3; k >= 0; k -= 3) fps.push(fingerprint(found[k + 1]))
+    const seen = sightings.claimed(sessionId ?? '', fps, byClaim)
+    for (let k = found.length - 3, n = 0; k >= 0; k -= 3, n += 1) {
+      const i = found[k]
+      record(found[k + 1], found[k + 2], 'claimed', sessionId, split === undefined ? undefined : i < split ? 'next-step' : 'next-turn', i, undefined, seen[n])
     }
+    return left
   }
 
   const wrap = (inbox) => {
     const previous = inbox?.claim
     if (typeof previous !== 'function' || previous.plainGuard) return
+    // The host's own claim (inherited) hands over plain copies its splice stored.
+    const foreign = Object.hasOwn(inbox, 'claim')
     const guarded = function plainGuardedClaim(target, turn) {
       for (;;) {
-        const split = this.nextStep?.length ?? Infinity
-        const batch = previous.call(this, target, turn)
+        const split = this.nextStep?.length
+        const batch = Reflect.apply(previous, this, arguments)
         if (!Array.isArray(batch)) return batch
         const claimed = batch.length
-        sanitize(batch, this.session?.id, split)
-        if (!(claimed > 0 && batch.length === 0 && target === 'next-turn' && this.nextTurn?.length > 0)) return batch
+        let left = claimed
+        let clean = !foreign
+        for (let i = 0; clean && i < claimed; i += 1) clean = isMessage(batch[i])
+        if (!clean) left = sanitize(batch, this.session?.id, split, foreign, true)
+        // Judged: the pre-step entry needs not judge this batch's copies again.
+        guarded.batch = batch
+        guarded.judged = batch.length
+        if (!(claimed > 0 && left === 0 && target === 'next-turn' && this.nextTurn?.length > 0)) return batch
       }
     }
     guarded.plainGuard = true
@@ -317,22 +604,58 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
     }
   }
 
+  /** Repair or drop bad pending entries through the inbox's own splice. */
+  const sweep = (inbox, sessionId) => {
+    const found = []
+    for (const [target, list] of [['next-step', inbox.nextStep], ['next-turn', inbox.nextTurn]]) {
+      for (let i = list.length - 1; i >= 0; i -= 1) {
+        const value = list[i]
+        if (isMessage(value)) continue
+        let action = 'observed'
+        if (mode !== 'report') {
+          const message = repair(value)
+          try {
+            inbox.splice(target, i, 1, message === undefined ? [] : [message])
+            action = message === undefined ? 'quarantined' : 'repaired'
+          } catch {}
+        }
+        found.push({ value, action, target, i, fp: fingerprint(value), stays: action === 'observed' })
+      }
+    }
+    const seen = sightings.swept(sessionId ?? '', found)
+    found.forEach((f, k) => record(f.value, f.action, 'pending', sessionId, f.target, f.i, undefined, seen[k]))
+  }
+
   const unlisten = [
     ctx.on('agent/created', (payload) => {
       try { wrap(payload?.agent?.inbox) } catch { /* never veto an agent */ }
     }),
+    ctx.on('agent/pre-step', (payload, next) => {
+      try {
+        const inbox = payload?.agent?.inbox
+        wrap(inbox)
+        const messages = payload?.messages
+        const claim = inbox?.claim
+        const vouched = claim?.batch === messages && claim?.judged === messages?.length
+        if (Array.isArray(messages)) sanitize(messages, inbox?.session?.id, undefined, !vouched, false)
+        if (inbox !== undefined) sweep(inbox, inbox.session?.id)
+      } catch { /* the chain goes on */ }
+      return next()
+    }, { prepend: true }),
     ctx.on('session/event', (session, event) => {
       if (event?.type !== 'agent/inbox/spliced') return
       const inserted = event.data?.inserted
       if (!Array.isArray(inserted)) return
       for (let i = 0; i < inserted.length; i += 1) {
-        if (isMessage(inserted[i])) continue
-        record(inserted[i], 'observed', { origin: 'durable', sessionId: session?.id, seq: event.seq, target: event.data.target, index: (event.data.start ?? 0) + i })
+        const value = inserted[i]
+        if (isMessage(value)) continue
+        const seen = sightings.written(session?.id ?? '', fingerprint(value))
+        record(value, 'observed', 'durable', session?.id, event.data.target, (event.data.start ?? 0) + i, event.seq, seen)
       }
     }),
   ]
 
-  return function dispose() {
+  const dispose = () => {
     for (const off of unlisten) off?.()
     for (const ref of wrapped) {
       const inbox = ref.deref()
@@ -340,4 +663,12 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
     }
     wrapped.clear()
   }
+  dispose.violations = () => violations.map((v) => ({ ...v }))
+  dispose.counts = () => ({ ...counts })
+  dispose.reset = () => {
+    violations.length = 0
+    counts.repaired = counts.quarantined = counts.observed = 0
+    sightings.reset()
+  }
+  return dispose
 }

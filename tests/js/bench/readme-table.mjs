@@ -1,5 +1,6 @@
-// Copy the block `bench.mjs` wrote to BENCHMARKS.md (the machine lines, the chart
-// link and the table, between `<!-- readme:start -->` and `<!-- readme:end -->`)
+// Copy the block `bench.mjs` wrote to BENCHMARKS.md (the machine line, the link
+// to the full table and the summary of at most 8 rows, between `<!-- readme:start -->`
+// and `<!-- readme:end -->`)
 // into README.md and README.zh.md, between their `<!-- bench:start -->` and
 // `<!-- bench:end -->` markers, so none of them disagree. Both READMEs get the same
 // block (readme.test.mjs requires it).
@@ -62,7 +63,7 @@ function place(side, text, block) {
 }
 
 const block = benchBlock(readFileSync(new URL('BENCHMARKS.md', ROOT), 'utf8'))
-if (!block.includes('| § |')) throw new Error('the BENCHMARKS.md block holds no table')
+if (!block.includes('| Measure |')) throw new Error('the BENCHMARKS.md block holds no summary table')
 
 const wasConsistent = recordMatches()
 const updated = SIDES.map((side) => [side, place(side, readFileSync(new URL(side, ROOT), 'utf8'), block)])
