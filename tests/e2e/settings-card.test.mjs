@@ -131,7 +131,7 @@ async function endsAtDeadline(s, st, prompt, ms, gone) {
 /** A picture's path: in `$HARNESS_GUARD_SCREENSHOTS` (`make screenshots`), else in the arm's temp dir. */
 const picture = (s, name) => join(process.env.HARNESS_GUARD_SCREENSHOTS || s.home.root, name)
 
-test('the card in the real page, without the guard (control): no Harness guard card, the host\'s own cards are there', { timeout: 180_000 }, async () => {
+test('(11) the card in the real page, without the guard (control): no Harness guard card, the host\'s own cards are there', { timeout: 180_000 }, async () => {
   await withCardPage(false, async ({ first }) => {
     const { panel } = await pluginConfiguration(first.page)
     const roster = await first.page.evaluate(() => window.__DSH_BOOT__.entries.map((entry) => entry.id))
@@ -149,7 +149,7 @@ test('the card in the real page, with the guard', { timeout: 240_000 }, async (t
     let tab = first
     let card
 
-    await t.test('it is under Settings → Plugins → Plugin configuration beside the host\'s cards, with the row\'s value', async () => {
+    await t.test('(11) it is under Settings → Plugins → Plugin configuration beside the host\'s cards, with the row\'s value', async () => {
       const roster = await tab.page.evaluate(() => window.__DSH_BOOT__.entries.map((entry) => entry.id))
       assert.ok(roster.includes(NAME), `the page's roster has ${NAME}`)
       card = await openCard(tab.page)
@@ -161,7 +161,7 @@ test('the card in the real page, with the guard', { timeout: 240_000 }, async (t
       assert.equal(await card.save.isDisabled(), true, 'nothing to save yet')
     })
 
-    await t.test('an invalid deadline (0) cannot be saved, and the card names the range (control: a value in range can)', async () => {
+    await t.test('(12) an invalid deadline (0) cannot be saved, and the card names the range (control: a value in range can)', async () => {
       await card.deadline.fill('0')
       const alert = card.field('inspect.deadlineMs').getByRole('alert')
       assert.equal(await alert.innerText(), 'inspect.deadlineMs is "0", expected an integer in 1..=2147483647')
@@ -171,14 +171,14 @@ test('the card in the real page, with the guard', { timeout: 240_000 }, async (t
       assert.equal(await alert.count(), 0)
       assert.equal(await card.save.isEnabled(), true, 'control: Save takes a value in range')
       await card.deadline.fill('0')
-      await card.deadline.press('Enter')
+      await card.deadline.press('Enter') // submits nothing either
       await card.discard.click()
       assert.equal(await card.deadline.inputValue(), String(ROW_MS), 'Discard: the row\'s value again')
       assert.equal(savedSection(home), undefined, 'settings.yaml has no harness-guard section')
       assert.equal(await deadlineInForce(api, sessionId), String(ROW_MS), 'the running guard kept the row\'s deadline')
     })
 
-    await t.test(`Save ${SAVED_MS} ms: settings.yaml has it, and the next client query of a page that went away ends at ${SAVED_MS} ms with the message in the chat`, async (st) => {
+    await t.test(`(13) Save ${SAVED_MS} ms: settings.yaml has it, and the next client query of a page that went away ends at ${SAVED_MS} ms with the message in the chat`, async (st) => {
       await card.deadline.fill(String(SAVED_MS))
       assert.equal(await deadlineInForce(api, sessionId), String(ROW_MS), 'control: a draft changes nothing until it is saved')
       assert.equal(savedSection(home), undefined)
@@ -193,7 +193,7 @@ test('the card in the real page, with the guard', { timeout: 240_000 }, async (t
       await tab.page.getByRole('button', { name: `Tool call ${deadlineMessage(THEME.provider, THEME.method, SAVED_MS)}` }).waitFor()
     })
 
-    await t.test(`reset returns the deadline to the row's value (${ROW_MS} ms, not the ${DEFAULT_MS} ms default)`, async () => {
+    await t.test(`(14) reset returns the deadline to the row's value (${ROW_MS} ms, not the ${DEFAULT_MS} ms default)`, async () => {
       card = await openCard(tab.page)
       assert.equal(await card.deadline.inputValue(), String(SAVED_MS))
       await card.overridden('inspect.deadlineMs').waitFor()
@@ -210,7 +210,7 @@ test('the card in the real page, with the guard', { timeout: 240_000 }, async (t
       assert.equal(await card.deadline.inputValue(), String(ROW_MS))
     })
 
-    await t.test('inbox.enabled off in the card uninstalls the inbox half live (control: unchecked, not saved)', async () => {
+    await t.test('(15) inbox.enabled off in the card uninstalls the inbox half live (control: unchecked, not saved)', async () => {
       const guarded = /^inbox entries: guarded, mode repair$/m
       const off = /^inbox entries: not guarded \(the inbox half is off\), mode repair$/m
       await card.inbox.uncheck()
@@ -225,7 +225,7 @@ test('the card in the real page, with the guard', { timeout: 240_000 }, async (t
       await waitUntil(async () => guarded.test(await guardStatus(api, sessionId)), { ms: 10_000, what: '/harness-guard to say the inbox is guarded again' })
     })
 
-    await t.test('inspect.enabled off in the card uninstalls the inspect half live: the next query hangs until cancelled (control: unchecked, not saved, it ends at the row\'s deadline)', async (st) => {
+    await t.test('(16) inspect.enabled off in the card uninstalls the inspect half live: the next query hangs until cancelled (control: unchecked, not saved, it ends at the row\'s deadline)', async (st) => {
       await card.inspect.uncheck()
       assert.equal(await card.save.isEnabled(), true)
       await tab.close() // the draft goes with the page
