@@ -204,8 +204,9 @@ e2e: $(TARBALL) $(E2E_STAMP) $(CHROMIUM)
 	@echo "== end-to-end tests on the real dsh CLI, Node $$($(E2E_NODE) --version), $$(echo $$($(CHROMIUM) --version 2>/dev/null)), with $(TARBALL)"
 	cd $(E2E) && $(E2E_ENV) $(E2E_TEST) *.test.mjs
 test-e2e: e2e
-# The pictures of the real page in docs/images/: the guarded arm of
-# browser.test.mjs takes them on every run, and writes them there from here.
+# The pictures of the real page in docs/images/: the guarded arms of
+# browser.test.mjs (the chat) and settings-card.test.mjs (the card in Settings)
+# take them on every run, and write them there from here.
 screenshots: $(TARBALL) $(E2E_STAMP) $(CHROMIUM)
 	mkdir -p docs/images
-	cd $(E2E) && $(E2E_ENV) HARNESS_GUARD_SCREENSHOTS=$(CURDIR)/docs/images $(E2E_TEST) --test-name-pattern='with the guard' browser.test.mjs
+	cd $(E2E) && $(E2E_ENV) HARNESS_GUARD_SCREENSHOTS=$(CURDIR)/docs/images $(E2E_TEST) --test-name-pattern='with the guard' browser.test.mjs settings-card.test.mjs

@@ -21,27 +21,40 @@ const h = React.createElement
 // The card's look, in the host's design tokens (the `--dsw-alias-*` variables
 // the host's own cards use), added once when the factory runs in a page.
 const CSS = `
-.harness-guard-card{list-style:none;border:1px solid var(--dsw-alias-border-l2);border-radius:12px;background:var(--dsw-alias-bg-layer-3)}
-.harness-guard-card>button{appearance:none;width:100%;display:flex;flex-wrap:wrap;gap:4px 12px;align-items:center;padding:14px 16px;border:0;background:none;font:inherit;color:inherit;text-align:left;cursor:pointer;border-radius:12px}
-.harness-guard-title{font-size:15px;font-weight:600;color:var(--dsw-alias-label-primary)}
-.harness-guard-description{flex-basis:100%;font-size:13px;color:var(--dsw-alias-label-tertiary)}
+.harness-guard-card{list-style:none;border:1px solid var(--dsw-alias-border-l2);border-radius:12px;background:var(--dsw-alias-bg-layer-3);transition:border-color .16s,background .16s}
+.harness-guard-card:hover{border-color:var(--dsw-alias-label-dimmed)}
+.harness-guard-card[data-open]{background:var(--dsw-alias-bg-layer-2);border-color:var(--dsw-alias-label-dimmed)}
+.harness-guard-card>button{appearance:none;width:100%;display:flex;gap:12px;align-items:center;padding:14px 16px;border:0;background:none;font:inherit;color:inherit;text-align:left;cursor:pointer;border-radius:12px}
+.harness-guard-card>button:focus-visible{outline:2px solid var(--dsw-alias-brand-primary);outline-offset:-2px}
+.harness-guard-heading{flex:1;min-width:0;display:flex;flex-direction:column;gap:4px}
+.harness-guard-title{font-size:15px;font-weight:600;line-height:1.4;color:var(--dsw-alias-label-primary)}
+.harness-guard-description{font-size:13px;line-height:1.5;color:var(--dsw-alias-label-tertiary)}
+.harness-guard-chevron{flex:none;color:var(--dsw-alias-label-tertiary);transition:transform .16s}
+.harness-guard-card[data-open] .harness-guard-chevron{transform:rotate(180deg)}
 .harness-guard-body{margin:0 16px;padding-bottom:8px;border-top:1px solid var(--dsw-alias-border-l2)}
 .harness-guard-body fieldset{border:0;margin:12px 0 0;padding:0}
 .harness-guard-body legend{padding:0;font-size:13px;font-weight:600;color:var(--dsw-alias-label-secondary)}
 .harness-guard-field{display:flex;flex-direction:column;gap:6px;padding:12px 0}
 .harness-guard-field+.harness-guard-field{border-top:1px solid var(--dsw-alias-border-l2)}
-.harness-guard-head{display:flex;gap:8px;align-items:center;font-size:13px;font-weight:500;color:var(--dsw-alias-label-primary)}
-.harness-guard-head label{flex:1}
+.harness-guard-head{display:flex;gap:8px;align-items:center;font-size:13px;font-weight:500;line-height:1.5;color:var(--dsw-alias-label-primary)}
+.harness-guard-head label{flex:1;min-width:0}
 .harness-guard-field input[type=text],.harness-guard-field select{height:34px;padding:0 12px;border:1px solid var(--dsw-alias-border-l2);border-radius:8px;background:var(--dsw-alias-bg-layer-3);font:inherit;font-size:13px;color:var(--dsw-alias-label-primary)}
+.harness-guard-field input[type=text]:focus-visible,.harness-guard-field select:focus-visible{border-color:var(--dsw-alias-brand-primary);outline:none}
 .harness-guard-field input[aria-invalid=true]{border-color:var(--dsw-alias-label-error)}
 .harness-guard-field input[type=checkbox]{align-self:flex-start}
-.harness-guard-head button,.harness-guard-footer button{font:inherit;font-size:12px;cursor:pointer}
-.harness-guard-badge{padding:1px 8px;border-radius:999px;font-size:11px;background:var(--dsw-alias-bg-module-platform);color:var(--dsw-alias-label-secondary)}
-.harness-guard-hint,.harness-guard-facts{margin:0;font-size:12px;color:var(--dsw-alias-label-tertiary)}
-.harness-guard-invalid,.harness-guard-failed{margin:0;font-size:12px;color:var(--dsw-alias-label-error)}
+.harness-guard-badge{flex:none;white-space:nowrap;padding:1px 8px;border-radius:999px;font-size:11px;font-weight:500;line-height:17px;background:var(--dsw-alias-bg-module-platform);color:var(--dsw-alias-label-secondary)}
+.harness-guard-reset{appearance:none;padding:0;border:0;background:none;font:inherit;font-size:12px;line-height:1.5;color:var(--dsw-alias-label-secondary);cursor:pointer}
+.harness-guard-reset:hover:not(:disabled){color:var(--dsw-alias-label-primary)}
+.harness-guard-reset:disabled{cursor:default}
+.harness-guard-hint,.harness-guard-facts{margin:0;font-size:12px;line-height:1.5;color:var(--dsw-alias-label-tertiary)}
+.harness-guard-invalid,.harness-guard-failed{margin:0;font-size:12px;line-height:1.5;color:var(--dsw-alias-label-error)}
 .harness-guard-footer{display:flex;gap:8px;align-items:center;justify-content:flex-end;padding:12px 0 4px;border-top:1px solid var(--dsw-alias-border-l2)}
-.harness-guard-footer .harness-guard-failed{flex:1}
-.harness-guard-footer button{padding:5px 14px;border-radius:8px;border:1px solid var(--dsw-alias-border-l2);background:none;color:var(--dsw-alias-label-secondary)}
+.harness-guard-footer .harness-guard-failed{flex:1;min-width:0}
+.harness-guard-footer button{appearance:none;padding:5px 14px;border-radius:8px;border:1px solid transparent;font:inherit;font-size:13px;line-height:1.5;cursor:pointer}
+.harness-guard-footer button:focus-visible{outline:2px solid var(--dsw-alias-brand-primary);outline-offset:1px}
+.harness-guard-footer .harness-guard-discard{border-color:var(--dsw-alias-border-l2);background:none;color:var(--dsw-alias-label-secondary)}
+.harness-guard-footer .harness-guard-discard:hover:not(:disabled){color:var(--dsw-alias-label-primary)}
+.harness-guard-footer .harness-guard-save{background:var(--dsw-alias-label-primary);color:var(--dsw-alias-bg-layer-3)}
 .harness-guard-footer button:disabled{opacity:.4;cursor:default}
 `
 if (typeof document !== 'undefined' && document.querySelector('style[data-plugin-css="cordis-plugin-harness-guard/card"]') === null) {
@@ -293,13 +306,17 @@ function Field({ t, field, disabled, edit, reset }) {
     h('div', { key: 'head', className: 'harness-guard-head' }, [
       h('label', { key: 'label', htmlFor: input }, label),
       field.overridden ? h('span', { key: 'badge', className: 'harness-guard-badge' }, t('overridden')) : null,
-      field.overridden ? h('button', { key: 'reset', type: 'button', disabled, 'aria-label': t('resetField', { field: field.key }), onClick: () => reset(field.key) }, t('reset')) : null,
+      field.overridden ? h('button', { key: 'reset', type: 'button', className: 'harness-guard-reset', disabled, 'aria-label': t('resetField', { field: field.key }), onClick: () => reset(field.key) }, t('reset')) : null,
     ]),
     h(React.Fragment, { key: 'control' }, control),
     h('p', { key: 'hint', id: hint, className: field.invalid ? 'harness-guard-invalid' : 'harness-guard-hint', role: field.invalid ? 'alert' : undefined }, field.invalid ?? field.description ?? ''),
     h('p', { key: 'facts', className: 'harness-guard-facts' }, facts),
   ])
 }
+
+/** The expand/collapse mark the host's cards carry (turned over while the card is open). */
+const Chevron = () =>
+  h('svg', { className: 'harness-guard-chevron', width: 14, height: 14, viewBox: '0 0 14 14', fill: 'none', 'aria-hidden': true }, h('path', { d: 'M3 5.25 7 9.25l4-4', stroke: 'currentColor', strokeWidth: 1.2 }))
 
 function GuardCard(props) {
   const { t } = props
@@ -308,11 +325,14 @@ function GuardCard(props) {
   if (!state.available) return null
   const title = t('title')
   const disabled = !state.writable || state.saving
-  return h('li', { className: 'harness-guard-card', 'aria-label': title }, [
+  return h('li', { className: 'harness-guard-card', 'aria-label': title, 'data-open': open ? '' : undefined }, [
     h('button', { key: 'header', type: 'button', 'aria-expanded': open, 'aria-label': `${t(open ? 'collapse' : 'expand')}: ${title}`, onClick: () => setOpen(!open) }, [
-      h('span', { key: 'title', className: 'harness-guard-title' }, title),
-      h('span', { key: 'description', className: 'harness-guard-description' }, t('description')),
+      h('span', { key: 'heading', className: 'harness-guard-heading' }, [
+        h('span', { key: 'title', className: 'harness-guard-title' }, title),
+        h('span', { key: 'description', className: 'harness-guard-description' }, t('description')),
+      ]),
       state.dirty ? h('span', { key: 'unsaved', className: 'harness-guard-badge' }, t('unsaved')) : null,
+      h(Chevron, { key: 'chevron' }),
     ]),
     open
       ? h('div', { key: 'body', className: 'harness-guard-body' }, [
@@ -326,8 +346,8 @@ function GuardCard(props) {
           h('p', { key: 'status', className: 'harness-guard-hint', role: 'note' }, t('status')),
           h('div', { key: 'footer', className: 'harness-guard-footer' }, [
             state.failure ? h('p', { key: 'failed', className: 'harness-guard-failed', role: 'alert' }, t(state.failure.code === 'settings-conflict' ? 'conflict' : 'refused', { message: state.failure.message })) : null,
-            h('button', { key: 'discard', type: 'button', disabled: !state.dirty || state.saving, onClick: props.discard }, t('discard')),
-            h('button', { key: 'save', type: 'button', disabled: !state.dirty || state.invalid || disabled, onClick: props.save }, t(state.saving ? 'saving' : 'save')),
+            h('button', { key: 'discard', type: 'button', className: 'harness-guard-discard', disabled: !state.dirty || state.saving, onClick: props.discard }, t('discard')),
+            h('button', { key: 'save', type: 'button', className: 'harness-guard-save', disabled: !state.dirty || state.invalid || disabled, onClick: props.save }, t(state.saving ? 'saving' : 'save')),
           ]),
         ])
       : null,

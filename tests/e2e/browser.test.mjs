@@ -13,7 +13,7 @@ import { test } from 'node:test'
 import { isDeepStrictEqual } from 'node:util'
 import { launchBrowser, openTab, shoot } from './support/browser.mjs'
 import { E2E_DIR, GUARD_ID, waitUntil } from './support/dsh.mjs'
-import { byPrompt, callTool, held, promptOf, stepOf } from './support/fake-model.mjs'
+import { byPrompt, callTool, held, stepRequest } from './support/fake-model.mjs'
 import { PAGE_MANIFEST, THEME } from './support/page.mjs'
 import { HANG_BOUND_MS, deadlineMessage, eventsOf, withWeb } from './support/scenario.mjs'
 import { isInspectQuery } from './support/web-api.mjs'
@@ -26,8 +26,6 @@ const clientQuery = callTool('cordis_inspect_query', { platform: 'client', ...TH
 const guardReports = callTool('cordis_inspect_query', { platform: 'host', provider: 'HarnessGuard', method: 'reports' })
 const DEADLINE = deadlineMessage(THEME.provider, THEME.method, DEADLINE_MS)
 
-/** The request that carries step `step`'s tool result of the turn `prompt` started. */
-const stepRequest = (prompt, step) => (r) => promptOf(r) === prompt && stepOf(r) === step
 /** The newest tool result in a request. */
 const toolText = (r) => r.body.messages.filter(m => m.role === 'tool').at(-1)?.content
 /** The tool runtime's rendering of a client query's answer. */

@@ -14,7 +14,7 @@ import { test } from 'node:test'
 import { GUARD_ID, HMR_OVERLAY, guardConfigPatch, runDsh, sleep, waitUntil } from './support/dsh.mjs'
 import { byPrompt, callTool, promptOf, startFakeModel, stepOf } from './support/fake-model.mjs'
 import { openPage, THEME } from './support/page.mjs'
-import { deadlineMessage, prepareHome, runTask, withWeb } from './support/scenario.mjs'
+import { deadlineInForce, deadlineMessage, prepareHome, runTask, withWeb } from './support/scenario.mjs'
 
 const NAME = 'cordis-plugin-harness-guard'
 
@@ -157,9 +157,6 @@ test('(6) control: the same live edit in a profile without the guard says nothin
     assert.doesNotMatch(web.stderr(), /HARNESS_GUARD/)
   })
 })
-
-/** The `/harness-guard` status line that names the deadline in force. */
-const deadlineInForce = async (api, sessionId) => /deadline (\d+) ms/.exec((await api.command(sessionId, '/harness-guard'))?.result?.text ?? '')?.[1]
 
 test('(9) a valid live edit applies in place in a running `dsh web`: the next query ends at the new deadline, the one already waiting at its own', async (t) => {
   const WAITING = `${QUERY} (asked before the edit)`

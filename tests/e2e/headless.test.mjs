@@ -60,12 +60,12 @@ test('(3) control: without the guard the same run exits 1 with the host\'s TypeE
   assert.ok(!sent.includes(BARE))
 })
 
-// (11) The user's section of $DSH_HOME/settings.yaml applies in headless too, and
+// (17) The user's section of $DSH_HOME/settings.yaml applies in headless too, and
 // wins over the row: the row says repair, the section says report (touch nothing).
 const ROW_REPAIR = 'inbox:\n  mode: repair'
 const SECTION_REPORT = 'harness-guard:\n  inbox:\n    mode: report\n'
 
-test('(11) the settings section wins over the row, headless too: mode report touches nothing, so the turn dies as without the guard', async (t) => {
+test('(17) the settings section wins over the row, headless too: mode report touches nothing, so the turn dies as without the guard', async (t) => {
   const { run, sent, prompts, logs } = await poisonedRun({ guard: true, label: 'section', guardConfig: ROW_REPAIR, settings: SECTION_REPORT, logTap: true })
   t.diagnostic(`exit ${run.code}; stderr ${JSON.stringify(run.stderr)}`)
   const lines = logs.filter(l => l.name === GUARD_ID && l.type === 'warn')
@@ -77,7 +77,7 @@ test('(11) the settings section wins over the row, headless too: mode report tou
   assert.ok(!sent.includes(BARE))
 })
 
-test('(11) control: the same row without a settings section repairs', async () => {
+test('(17) control: the same row without a settings section repairs', async () => {
   const { run, sent } = await poisonedRun({ guard: true, label: 'section-ctl', guardConfig: ROW_REPAIR, settings: 'other-plugin:\n  x: 1\n' })
   assert.equal(run.code, 0, run.stderr)
   assert.ok(sent.includes(BARE))

@@ -51,7 +51,7 @@ const REQUIRED = [
   // What the READMEs link to: the design and testing notes, the benchmark results and chart.
   'docs/API.md', 'docs/ARCHITECTURE.md', 'docs/TESTING.md', 'BENCHMARKS.md', 'benchmarks.svg',
   // The pictures of dsh web's page (`make screenshots`).
-  'docs/images/deadline-in-chat.png', 'docs/images/harness-guard-command.png',
+  'docs/images/deadline-in-chat.png', 'docs/images/harness-guard-command.png', 'docs/images/settings-card.png',
 ]
 /** What it may hold besides: the wasm's own declarations and wasm-bindgen's inline JS snippets. */
 const ALLOWED = [/^harness_guard_bg\.wasm\.d\.ts$/, /^snippets\/[\w.-]+\/[\w./-]+\.js$/]

@@ -124,9 +124,10 @@ export async function openTab(context, url, { firstRun = false } = {}) {
  * The first part is scrolled to near the top of its scroll container (or as
  * far as the container goes) and the layout left to settle. `between`: two
  * locators (a header above, a composer below) that the region must fit
- * between, so a picture never shows a part half hidden under them.
+ * between, so a picture never shows a part half hidden under them; `within`:
+ * one locator (a dialog) whose box the region must fit in.
  */
-export async function shoot(page, parts, file, { pad = 16, between } = {}) {
+export async function shoot(page, parts, file, { pad = 16, between, within } = {}) {
   // Scroll, let two frames pass, measure; again until nothing moves (an
   // expanding block grows for a while after it is clicked).
   let boxes = []
@@ -147,17 +148,21 @@ export async function shoot(page, parts, file, { pad = 16, between } = {}) {
     settled = JSON.stringify(next) === JSON.stringify(boxes)
     boxes = next
   }
-  let [top, bottom] = [0, VIEWPORT.height]
+  const viewport = page.viewportSize() ?? VIEWPORT
+  let [top, bottom] = [0, viewport.height]
   if (between) {
     const [above, below] = await Promise.all(between.map(l => l.boundingBox()))
     ;[top, bottom] = [above.y + above.height, below.y]
+  } else if (within) {
+    const box = await within.boundingBox()
+    ;[top, bottom] = [box.y, box.y + box.height]
   }
   const y0 = Math.min(...boxes.map(b => b.y))
   const y1 = Math.max(...boxes.map(b => b.y + b.height))
   if (y0 < top || y1 > bottom) throw new Error(`screenshot ${file}: the region (y ${y0}..${y1}) does not fit in the visible ${top}..${bottom}`)
   const x = Math.max(0, Math.min(...boxes.map(b => b.x)) - pad)
   const y = Math.max(top, y0 - pad)
-  const right = Math.min(VIEWPORT.width, Math.max(...boxes.map(b => b.x + b.width)) + pad)
+  const right = Math.min(viewport.width, Math.max(...boxes.map(b => b.x + b.width)) + pad)
   const end = Math.min(bottom, y1 + pad)
   await page.screenshot({ path: file, clip: { x, y, width: right - x, height: end - y }, animations: 'disabled', caret: 'hide' })
   return file

@@ -158,6 +158,9 @@ export function stepOf(request) {
   return messages.slice(last + 1).filter(m => m.role === 'assistant').length
 }
 
+/** A predicate for the request that carries step `step` of the turn `prompt` started (step 1: the first tool result). */
+export const stepRequest = (prompt, step) => (request) => promptOf(request) === prompt && stepOf(request) === step
+
 /** The newest tool result of a request (`{ toolCallId, text }`), if any. */
 export const lastToolResult = (request) => toolResults(request).at(-1)
 

@@ -70,3 +70,9 @@ export async function eventsOf(api, sessionId, type) {
   const { events } = await api.history(sessionId)
   return events.map(e => e.event).filter(e => !type || e.type === type)
 }
+
+/** What `/harness-guard` answers in a session (the web client's `commands/execute`, no model turn); `''` when nothing answers it. */
+export const guardStatus = async (api, sessionId) => (await api.command(sessionId, '/harness-guard'))?.result?.text ?? ''
+
+/** The deadline in force, as `/harness-guard` states it (`'3000'`), or `undefined`. */
+export const deadlineInForce = async (api, sessionId) => /deadline (\d+) ms/.exec(await guardStatus(api, sessionId))?.[1]
