@@ -41,8 +41,8 @@ export function patchQuery(registry, owner, guard) {
   return patchWith('query', registry, 'query', owner, { gen: life.gen, guard }, (previous, b) =>
     // The registry's six parameters by name, and the client query's whole path in
     // one function: a call into a helper with them measured slower per query.
-    function harnessGuardQuery(first, providerId, methodName, input, agent, signal, ...more) {
-      if (more.length !== 0) return Reflect.apply(previous, this, [first, providerId, methodName, input, agent, signal, ...more])
+    function harnessGuardQuery(first, providerId, methodName, input, agent, signal) {
+      if (arguments.length > 6) return Reflect.apply(previous, this, Array.from(arguments))
       if (first !== platform || b.gen !== life.gen || life.down) return previous.call(this, first, providerId, methodName, input, agent, signal)
       const before = pending.size
       const flight = new Flight(registry, providerId, methodName)
@@ -88,19 +88,32 @@ export function patchQuery(registry, owner, guard) {
  */
 export function patchResolve(registry, owner, unbound, refused) {
   return patchWith('resolve', registry, 'resolveClientQuery', owner, { gen: life.gen, unbound, refused }, (previous, b) =>
-    function harnessGuardResolve(...args) {
-      if (up(b.gen) && (args[0] === null || args[0] === undefined)) {
-        const forward = () => Reflect.apply(previous, this, args)
-        const refusal = enter('resolve', forward, b.unbound, b.gen, previous, this, [args[1], byRequest.get(args[1])?.key ?? -1])
-        return refusal === undefined ? forward() : refusal
-      }
-      const result = Reflect.apply(previous, this, args)
+    function harnessGuardResolve(agent, requestId, resolution) {
+      if (arguments.length !== 3) return resolveWith(b, previous, this, Array.from(arguments))
+      if (agent === null || agent === undefined) return resolveWith(b, previous, this, [agent, requestId, resolution])
+      const result = previous.call(this, agent, requestId, resolution)
       if (!up(b.gen) || result?.accepted !== false) return result
-      // Only a refusal of a flight's request concerns the guard.
-      const flight = byRequest.get(args[1])
-      if (flight === undefined) return result
-      return enter('resolve', () => result, b.refused, b.gen, result, this, [flight.key, askedBy(flight, args[0]), args[2]])
+      return refusedAnswer(b, this, result, agent, requestId, resolution)
     })
+}
+
+/** An answer the fast path does not take: without a bound agent, or with other than three arguments. */
+function resolveWith(b, previous, self, args) {
+  if (up(b.gen) && (args[0] === null || args[0] === undefined)) {
+    const forward = () => Reflect.apply(previous, self, args)
+    const refusal = enter('resolve', forward, b.unbound, b.gen, previous, self, [args[1], byRequest.get(args[1])?.key ?? -1])
+    return refusal === undefined ? forward() : refusal
+  }
+  const result = Reflect.apply(previous, self, args)
+  if (!up(b.gen) || result?.accepted !== false) return result
+  return refusedAnswer(b, self, result, args[0], args[1], args[2])
+}
+
+/** The registry refused an answer: only a refusal of a flight's request concerns the guard. */
+function refusedAnswer(b, self, result, agent, requestId, resolution) {
+  const flight = byRequest.get(requestId)
+  if (flight === undefined) return result
+  return enter('resolve', () => result, b.refused, b.gen, result, self, [flight.key, askedBy(flight, agent), resolution])
 }
 
 /** Whether `agent` (the one a page answered for) asked the flight's query. */

@@ -102,6 +102,7 @@ impl std::ops::Deref for Rt<'_> {
 
 impl Rt<'_> {
     /// `f` on the mounts and attachments (see [`exclusive`]).
+    #[inline(always)]
     fn plugin<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         exclusive(self.state, f)
     }
