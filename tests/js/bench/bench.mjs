@@ -8,9 +8,13 @@
 //                                                         child under --cpu-prof and --trace-gc
 //
 // Sections (see README.md next to this file): 1 per-call overhead, 2 claim
-// overhead, 3 scale, 4 growth, 5 start-up and size. Every comparison is made
-// side by side in one process, arms interleaved round by round; every figure
-// is a median over the rounds (or over repeated child processes).
+// overhead, 3 scale, 4 growth, 5 start-up and size. The claim rows, and the
+// host and client queries through the real registry, run each arm in child
+// processes beside an unguarded host of its own, call by call in alternating
+// order, and compare arms through their per-cycle ratios to that host; the
+// other per-call rows run the arms side by side in one process, interleaved
+// round by round. Every figure is a median over the cycles, the rounds or
+// repeated child processes.
 //
 // Arms: un (unguarded), hg (harness-guard, the installed package), pj (the
 // plain-JS guard, plain-js-guard.mjs), sd (the seed's own guard: seed 000's
@@ -1092,7 +1096,7 @@ if (s1) {
   const cOk = c.vs.sd.median <= 1 && c.vs.sd.q3 <= 1
   row('1', `client query answered at once, per call (${c.reps} rounds of children, each beside its own unguarded registry)`, ns(c.un),
     withAdded(c, 'hg'), withAdded(c, 'pj'), withAdded(c, 'sd'), versus(c),
-    `≤ 1.00× the seed's guard per call, paired, in the median and the upper quartile of the rounds: ${c.vs.sd.median.toFixed(2)}× (${c.vs.sd.q1.toFixed(2)}–${c.vs.sd.q3.toFixed(2)})`, cOk)
+    `≤ 1.00× the seed's guard per call, paired, in the median and the upper quartile of the rounds: ${times(c.vs.sd, 3)}`, cOk)
   chartRow('client query answered at once', c, 'per call', { base: c.un })
   const v = s1.resolve
   row('1', 'resolveClientQuery (a pending query, accepted), per call (diagnostic)', ns(v.un), withOver(v, 'hg'), withOver(v, 'pj'), withOver(v, 'sd'), versus(v), '—')
@@ -1111,10 +1115,10 @@ if (s2) {
     const belowSeed = r.vs.sd.median <= 1
     const belowPlain = r.vs.pj.median <= 1
     const budget = belowSeed && belowPlain
-      ? `at or below both peers per claim, paired: ${worse(r).toFixed(2)}× (the higher ratio)`
+      ? `at or below both peers per claim, paired: ${worse(r).toFixed(3)}× (the higher ratio)`
       : belowPlain
-        ? `at or below the plain-JS guard (${r.vs.pj.median.toFixed(2)}×); above the seed's guard (${r.vs.sd.median.toFixed(2)}×) within the floor: the contract's work that guard skips, plain-JS ÷ seed in the same rounds ${times(floor)}`
-        : `above the plain-JS guard, paired: ${r.vs.pj.median.toFixed(2)}× (÷ seed ${r.vs.sd.median.toFixed(2)}×; plain-JS ÷ seed ${times(floor)})`
+        ? `at or below the plain-JS guard (${r.vs.pj.median.toFixed(3)}×); above the seed's guard (${r.vs.sd.median.toFixed(3)}×) within the floor: the contract's work that guard skips, plain-JS ÷ seed in the same rounds ${times(floor, 3)}`
+        : `above the plain-JS guard, paired: ${r.vs.pj.median.toFixed(3)}× (÷ seed ${r.vs.sd.median.toFixed(3)}×; plain-JS ÷ seed ${times(floor, 3)})`
     row('2', `${name}: per claim (${r.reps} rounds of children, each beside its own unguarded host)`, ns(r.un),
       withAdded(r, 'hg'), withAdded(r, 'pj'), withAdded(r, 'sd'), versus(r), budget, belowPlain)
     chartRow(name, r, 'per claim', { base: r.un })
@@ -1213,8 +1217,8 @@ function summaryTable() {
   const add = (measure, figure, against, ok) => out.push(`| ${measure} | ${figure} | ${against} | ${mark(ok)} |`)
   if (s1) {
     const c = s1.client
-    add('Client query a page answers at once, per call', `${times(c.vs.sd)} the seed's guard's time`,
-      `÷ plain-JS guard ${times(c.vs.pj)}; paired per call in ${c.reps} rounds`, c.vs.sd.median <= 1 && c.vs.sd.q3 <= 1)
+    add('Client query a page answers at once, per call', `${times(c.vs.sd, 3)} the seed's guard's time`,
+      `÷ plain-JS guard ${times(c.vs.pj, 3)}; paired per call in ${c.reps} rounds`, c.vs.sd.median <= 1 && c.vs.sd.q3 <= 1)
     const h = s1.host
     add('Host query through the real registry, per call', `${signedNs(h.over.hg)} added (never enters wasm)`,
       `unguarded ${ns(h.un)}; on a stand-in registry of its shape ${signedNs(s1.minimalHost.hgOver)} (budget < 100 ns)`, s1.minimalHost.hgOver < 100)
@@ -1225,8 +1229,8 @@ function summaryTable() {
     const all = s2.every((r) => r.vs.pj.median <= 1)
     const { r } = worst
     add('Claims (batches of 1, 10, 100; clean and 10% bad), per claim',
-      `worst row: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj)} the plain-JS guard's`,
-      `÷ seed's guard ${times(r.vs.sd)} (that guard skips escaping, the warn-line bound and value identity)`, all)
+      `worst row: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's`,
+      `÷ seed's guard ${times(r.vs.sd, 3)} (that guard skips escaping, the warn-line bound and value identity)`, all)
   }
   const big = s3.filter((x) => x.n >= 100000)
   const [h100, d100] = ['hg', 'sd'].map((arm) => big.find((x) => x.arm === arm))
