@@ -10,7 +10,7 @@
 // disposal), they are delivered here: the caller gets a coded error, and the
 // registry's pending entry is removed and settled as its own abort path does.
 //
-// The deadline timer is Rust's (runtime.rs binds Node's `setTimeout`, its
+// The deadline timer is Rust's (timer.rs binds Node's `setTimeout`, its
 // `Timeout` and `setImmediate`); what JavaScript keeps of it is its callback,
 // `onDeadline`, which enters `tick` and delivers the endings, and, for a fault
 // only, the handles of the current instance's timers (`keepTimers`): a faulted
