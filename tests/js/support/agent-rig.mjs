@@ -50,6 +50,11 @@ export function messageText(message) {
 }
 
 /** Whether a message is the clock message dsh-time-context appends. */
+/** An error as one line: name, message and code; anything else as `String` reads it. */
+export function describeError(error) {
+  return error instanceof Error ? `${error.name}: ${error.message} (code ${error.code})` : String(error);
+}
+
 export function isClockMessage(message) {
   return message !== null && typeof message === 'object'
     && message.source?.kind === 'plugin' && message.source?.plugin === TIME_CONTEXT_PLUGIN;
@@ -287,6 +292,32 @@ export async function createRig(options = {}) {
         };
         turnWaiters.add(waiter);
       });
+    },
+
+    /**
+     * One turn driven by `push` (which puts something in the agent's inbox):
+     * what `push` threw, how the turn ended (`{ kind: 'did not end', error }` when
+     * it did not within `timeoutMs`), the model calls it made and the last request.
+     * Errors come back described (`describeError`), ready for JSON.
+     */
+    async playTurn(agent, push, { timeoutMs = 5000 } = {}) {
+      const turn = rig.lastTurn(agent) + 1;
+      const before = model.requests.length;
+      let threw;
+      try {
+        push();
+      } catch (error) {
+        threw = describeError(error);
+      }
+      let reason;
+      try {
+        reason = await rig.waitTurnEnd(agent, turn, { timeoutMs });
+        await rig.waitIdle(agent);
+      } catch (error) {
+        reason = { kind: 'did not end', error: describeError(error) };
+      }
+      const modelCalls = model.requests.length - before;
+      return { turn, threw, reason, modelCalls, request: modelCalls > 0 ? model.requests.at(-1) : undefined };
     },
 
     /** Wait until the agent has no active driver (`agent.whenIdle()`), bounded. */
