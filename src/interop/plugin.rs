@@ -347,21 +347,17 @@ fn failed_status(inbox: &config::InboxConfig) -> JsValue {
     })
 }
 
-/// Zero counts with the fault's note: what `counts()` answers once the guard stood down.
+/// Zero counts with the fault's note (`failed`, after the counts' own fields):
+/// what `counts()` answers once the guard stood down.
 fn failed_counts<C: Default + serde::Serialize>() -> JsValue {
-    let failed = Error::StoodDown.to_string();
-    to_js(&Failed {
-        counts: &C::default(),
-        failed: Some(&failed),
-    })
-}
-
-/// Counts with the fault's note, as the services answer once the guard stood down.
-#[derive(serde::Serialize)]
-struct Failed<'a, C: serde::Serialize> {
-    #[serde(flatten)]
-    counts: &'a C,
-    failed: Option<&'a str>,
+    let counts = to_js(&C::default());
+    // Setting an own data property on a fresh plain object cannot fail.
+    let _ = js_sys::Reflect::set(
+        &counts,
+        &JsValue::from_str("failed"),
+        &JsValue::from_str(&Error::StoodDown.to_string()),
+    );
+    counts
 }
 
 /// Drop a mount's state (disposed, or its wiring failed).
