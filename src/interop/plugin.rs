@@ -712,12 +712,14 @@ fn faults() -> Faults {
     }
 }
 
-/// `f` of the live mount's status, its ledgers borrowed; `None` for a mount that is gone.
-fn with_status<R>(
+/// `f` of the live mount's status, its ledgers borrowed; `None` for a mount that
+/// is gone. (`f` is a `dyn`: the status is made by one copy of this function for
+/// every reader.)
+fn with_status(
     rt: &Rt<'_>,
     mount: u32,
-    f: impl FnOnce(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> R,
-) -> Option<R> {
+    f: &dyn Fn(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> JsValue,
+) -> Option<JsValue> {
     let faults = faults();
     let in_flight = inspect::in_flight().0;
     rt.plugin(|s| {
@@ -753,7 +755,7 @@ fn with_status<R>(
 
 /// A service's `status()`: what the provider's `status` answers.
 fn status_of(rt: &Rt<'_>, mount: u32) -> Option<JsValue> {
-    with_status(rt, mount, |status, _, _| to_js(status))
+    with_status(rt, mount, &|status, _, _| to_js(status))
 }
 
 /// The provider's answer to `method(input)` asked by `options.agent`.
@@ -777,7 +779,7 @@ fn answer(
         Method::Status => 0,
         _ => provider::limit(&raw_config(input))?,
     };
-    let answer = with_status(rt, mount, |status, inspect, inbox| match method {
+    let answer = with_status(rt, mount, &|status, inspect, inbox| match method {
         Method::Status => to_js(status),
         Method::Reports => to_js(&provider::Reports {
             reports: provider::bounded(inspect.latest_of(&session, limit)),
@@ -843,13 +845,14 @@ fn register_command(rt: &Rt<'_>, mount: u32, sub: &JsValue) {
 /// `/harness-guard`: the status and the asking session's latest records, as text.
 fn command(rt: &Rt<'_>, mount: u32, invocation: &JsValue) -> JsValue {
     let session = session_of(invocation);
-    let text = with_status(rt, mount, |status, inspect, inbox| {
+    let text = with_status(rt, mount, &|status, inspect, inbox| {
         crate::command::text(
             status,
             &inspect.latest_of(&session, crate::command::LATEST),
             &inbox.latest_of(&session, crate::command::LATEST),
         )
+        .into()
     })
     .unwrap_or_else(|| "harness-guard: this mount is gone".into());
-    object(&[("kind", &"success".into()), ("text", &text.into())])
+    object(&[("kind", &"success".into()), ("text", &text)])
 }
