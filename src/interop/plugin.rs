@@ -712,14 +712,14 @@ fn faults() -> Faults {
     }
 }
 
+/// A reader of a mount's status and its ledgers (see [`with_status`]).
+type StatusReader<'f> =
+    dyn Fn(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> JsValue + 'f;
+
 /// `f` of the live mount's status, its ledgers borrowed; `None` for a mount that
 /// is gone. (`f` is a `dyn`: the status is made by one copy of this function for
 /// every reader.)
-fn with_status(
-    rt: &Rt<'_>,
-    mount: u32,
-    f: &dyn Fn(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> JsValue,
-) -> Option<JsValue> {
+fn with_status(rt: &Rt<'_>, mount: u32, f: &StatusReader<'_>) -> Option<JsValue> {
     let faults = faults();
     let in_flight = inspect::in_flight().0;
     rt.plugin(|s| {
