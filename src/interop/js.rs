@@ -88,8 +88,10 @@ extern "C" {
 
 #[wasm_bindgen(module = "/src/interop/shapes.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = shapes)]
-    pub(super) fn shape_codes(list: &JsValue) -> js_sys::Uint32Array;
+    /// The shape code of every entry of `list` (see `Probe::from_code`), in one
+    /// crossing: the glue copies the codes into a `Vec` it allocates in this
+    /// instance's memory.
+    pub(super) fn shapes(list: &JsValue) -> Vec<u32>;
     #[wasm_bindgen(js_name = shapeCode)]
     pub(super) fn shape(value: &JsValue) -> u32;
 }
@@ -177,11 +179,6 @@ pub fn original_of(value: &JsValue) -> JsValue {
         Ok(inner) if inner.is_object() => inner,
         _ => value.clone(),
     }
-}
-
-/// The shape code of every entry of `list` (see `Probe::from_code`), in one crossing.
-pub(super) fn shapes(list: &JsValue) -> Vec<u32> {
-    shape_codes(list).to_vec()
 }
 
 /// `value[key]`, or `None` when reading throws. Used off the per-query and
