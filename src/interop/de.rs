@@ -22,6 +22,8 @@ use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, V
 use serde::forward_to_deserialize_any;
 use wasm_bindgen::{JsCast, JsValue};
 
+use super::js::is_array;
+
 /// Nesting read before every deeper value reads as unit (the schema is two levels).
 pub const MAX_DEPTH: u8 = 16;
 
@@ -92,8 +94,8 @@ impl<'de> de::Deserializer<'de> for Plain {
         if let Some(s) = v.as_string() {
             return visitor.visit_string(s);
         }
-        if let Some(array) = v.dyn_ref::<Array>() {
-            let items = array.to_vec().into_iter();
+        if is_array(v) == Some(true) {
+            let items = v.unchecked_ref::<Array>().to_vec().into_iter();
             return visitor.visit_seq(Items { items, of: &self });
         }
         if v.is_instance_of::<Uint8Array>() || v.is_instance_of::<ArrayBuffer>() {
