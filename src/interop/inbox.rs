@@ -657,7 +657,7 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
                     let text = format!(
                         "could not fix pending inbox entry {target}[{i}] of session {}: {}",
                         label(&session_id),
-                        escape(&String::from(safe_string(&error)))
+                        escape(&safe_string(&error))
                     );
                     warn(cx, &session_id, &text);
                     action = Action::Observe;

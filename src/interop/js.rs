@@ -6,7 +6,7 @@
 //! through `Reflect` and `Function::call*`, which js-sys binds that way), so no
 //! JavaScript exception ever unwinds through wasm frames.
 
-use js_sys::{Array, Function, JsString, Object, Reflect};
+use js_sys::{Array, Function, Object, Reflect};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -107,7 +107,10 @@ extern "C" {
     #[wasm_bindgen(catch)]
     pub(super) fn snapshot(value: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = safeString)]
-    pub(super) fn safe_string(value: &JsValue) -> JsString;
+    pub(super) fn safe_string(value: &JsValue) -> String;
+    /// `String(value)`, cut to `max` UTF-16 units with `…`, never throwing.
+    #[wasm_bindgen(js_name = textOf)]
+    pub(super) fn text_of(value: &JsValue, max: u32) -> String;
     #[wasm_bindgen(js_name = isArray)]
     pub(super) fn is_array(value: &JsValue) -> Option<bool>;
 }
@@ -235,17 +238,6 @@ pub(super) fn object(entries: &[(&str, &JsValue)]) -> JsValue {
         let _ = Reflect::set(&o, &JsValue::from_str(key), value);
     }
     o.into()
-}
-
-/// `String(value)`, cut to `max` UTF-16 units with `…`, never throwing.
-pub(super) fn text_of(value: &JsValue, max: u32) -> String {
-    let text = safe_string(value);
-    let len = text.length();
-    if len <= max {
-        String::from(text)
-    } else {
-        format!("{}…", String::from(text.slice(0, max)))
-    }
 }
 
 /// UTF-16 units of [`render`] read for a preview of `chars` characters: room for

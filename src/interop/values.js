@@ -53,6 +53,12 @@ export function safeString(value) {
   }
 }
 
+/** `String(value)` cut to `max` UTF-16 units with `…`, never throwing. */
+export function textOf(value, max) {
+  const text = safeString(value)
+  return text.length <= max ? text : `${text.slice(0, max)}…`
+}
+
 /** `Array.isArray` that never throws (a revoked Proxy throws there). */
 export function isArray(value) {
   try {
