@@ -22,7 +22,7 @@ use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, V
 use serde::forward_to_deserialize_any;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::js::is_array;
+use super::js::{bigint_number, is_array};
 
 /// Nesting read before every deeper value reads as unit (the schema is two levels).
 pub const MAX_DEPTH: u8 = 16;
@@ -82,14 +82,7 @@ impl<'de> de::Deserializer<'de> for Plain {
         }
         if v.is_bigint() {
             // As the nearest number; outside i64::MIN..=u64::MAX it has no reading.
-            #[allow(clippy::cast_precision_loss)]
-            return match i64::try_from(v.clone()) {
-                Ok(n) => visitor.visit_f64(n as f64),
-                Err(v) => match u64::try_from(v) {
-                    Ok(n) => visitor.visit_f64(n as f64),
-                    Err(_) => Err(Unreadable),
-                },
-            };
+            return bigint_number(v).map_or(Err(Unreadable), |n| visitor.visit_f64(n));
         }
         if let Some(s) = v.as_string() {
             return visitor.visit_string(s);

@@ -113,6 +113,9 @@ extern "C" {
     pub(super) fn text_of(value: &JsValue, max: u32) -> String;
     #[wasm_bindgen(js_name = isArray)]
     pub(super) fn is_array(value: &JsValue) -> Option<bool>;
+    /// A bigint as the nearest number while it is in `i64::MIN..=u64::MAX`.
+    #[wasm_bindgen(js_name = bigintNumber)]
+    pub(super) fn bigint_number(value: &JsValue) -> Option<f64>;
 }
 
 #[wasm_bindgen(module = "/src/interop/edits.js")]

@@ -59,6 +59,11 @@ export function textOf(value, max) {
   return text.length <= max ? text : `${text.slice(0, max)}…`
 }
 
+/** A bigint as the nearest number while it is in `i64::MIN ..= u64::MAX`, else `undefined`. */
+export function bigintNumber(value) {
+  return value >= -0x8000000000000000n && value <= 0xffffffffffffffffn ? Number(value) : undefined
+}
+
 /** `Array.isArray` that never throws (a revoked Proxy throws there). */
 export function isArray(value) {
   try {
