@@ -116,6 +116,10 @@ extern "C" {
     /// A bigint as the nearest number while it is in `i64::MIN..=u64::MAX`.
     #[wasm_bindgen(js_name = bigintNumber)]
     pub(super) fn bigint_number(value: &JsValue) -> Option<f64>;
+    /// An object's `[key, value]` pairs, `null` for bytes, `undefined` for
+    /// another iterable (see `entriesOf` in values.js).
+    #[wasm_bindgen(js_name = entriesOf)]
+    pub(super) fn entries_of(value: &JsValue) -> JsValue;
 }
 
 #[wasm_bindgen(module = "/src/interop/edits.js")]

@@ -64,6 +64,19 @@ export function bigintNumber(value) {
   return value >= -0x8000000000000000n && value <= 0xffffffffffffffffn ? Number(value) : undefined
 }
 
+/**
+ * How the config reader takes an object apart: its `[key, value]` pairs (a
+ * `Map`'s, or a non-iterable object's own enumerable string-keyed entries),
+ * `null` for bytes (a `Uint8Array` or an `ArrayBuffer`, unread), `undefined` for
+ * any other iterable (a `Set`).
+ */
+export function entriesOf(value) {
+  if (value instanceof Uint8Array || value instanceof ArrayBuffer) return null
+  if (value instanceof Map) return Array.from(value.entries())
+  if (Symbol.iterator in value) return undefined
+  return Object.entries(value)
+}
+
 /** `Array.isArray` that never throws (a revoked Proxy throws there). */
 export function isArray(value) {
   try {
