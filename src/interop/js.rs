@@ -238,6 +238,16 @@ pub(super) fn call(method: &Function, this: &JsValue, args: &Array) -> Result<Js
     method.apply(this, args)
 }
 
+/// `method(...args)` with `this`, through [`call`]: cold paths pass their
+/// arguments as a list rather than reach `call2`, `call3`, … (one import each).
+pub(super) fn call_with(
+    method: &Function,
+    this: &JsValue,
+    args: &[&JsValue],
+) -> Result<JsValue, JsValue> {
+    call(method, this, &args.iter().copied().collect())
+}
+
 /// A fresh plain object of `entries` (defining data properties on it cannot fail).
 pub(super) fn object(entries: &[(&str, &JsValue)]) -> JsValue {
     let o = Object::new();
@@ -360,11 +370,10 @@ pub(super) fn host_call(
         target: "the plugin's context",
         missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on"],
     })?;
-    let disposer =
-        call(&f, ctx, &args.iter().copied().collect::<Array>()).map_err(|_| Error::HostShape {
-            target: "the plugin's context",
-            missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on that accept the guard"],
-        })?;
+    let disposer = call_with(&f, ctx, args).map_err(|_| Error::HostShape {
+        target: "the plugin's context",
+        missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on that accept the guard"],
+    })?;
     hold(record, &disposer);
     Ok(disposer)
 }

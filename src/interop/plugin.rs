@@ -24,7 +24,7 @@ use wasm_bindgen::JsCast;
 use super::fault::{self, Point};
 use super::instance::{self, emit, exclusive, shared, Instance, Role};
 use super::js::{
-    abandon, fault_facts, get, get_fn, get_string, hold, host_call, object, open_mount,
+    abandon, call_with, fault_facts, get, get_fn, get_string, hold, host_call, object, open_mount,
     original_of, raw_config, release, to_index, to_js,
 };
 use super::{inbox, inspect, settings};
@@ -524,7 +524,7 @@ fn attach(rt: &Rt<'_>, mount: u32, sub: &JsValue) {
     let effect = rt.method(id, Role::Attach, &none, &none, false);
     let label = "harness-guard: cordisInspect client-query guard and HarnessGuard provider";
     let registered = get_fn(sub, "effect")
-        .and_then(|f| f.call2(sub, &effect, &label.into()).ok())
+        .and_then(|f| call_with(&f, sub, &[&effect, &label.into()]).ok())
         .inspect(|disposer| hold(&record, disposer));
     if registered.is_none() {
         detach(rt, id);
