@@ -6,7 +6,8 @@
 //! all refused with the field's dotted path, the value and the allowed range.
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::{Deserialize, Deserializer};
 
 use crate::error::Error;
 
@@ -192,8 +193,7 @@ impl<'de> Visitor<'de> for RawVisitor {
 }
 
 /// How the inbox guard treats an entry that is not a usable message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Scalars become user messages; anything else is dropped.
     Repair,
@@ -201,6 +201,13 @@ pub enum Mode {
     Quarantine,
     /// Nothing is touched; every non-message is recorded.
     Report,
+}
+
+/// The config spelling, as a string (see the note on the impls in `ledger.rs`).
+impl Serialize for Mode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 impl Mode {
@@ -215,8 +222,7 @@ impl Mode {
 }
 
 /// The inspect half's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InspectConfig {
     /// Whether the inspect half is installed.
     pub enabled: bool,
@@ -224,6 +230,16 @@ pub struct InspectConfig {
     pub deadline_ms: u32,
     /// After the first refusal, how long another page may still answer (`0 ..= deadline_ms`).
     pub refusal_grace_ms: u32,
+}
+
+impl Serialize for InspectConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("enabled", &self.enabled)?;
+        map.serialize_entry("deadlineMs", &self.deadline_ms)?;
+        map.serialize_entry("refusalGraceMs", &self.refusal_grace_ms)?;
+        map.end()
+    }
 }
 
 impl InspectConfig {
@@ -249,8 +265,7 @@ impl Default for InspectConfig {
 }
 
 /// The inbox half's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InboxConfig {
     /// Whether the inbox half is installed.
     pub enabled: bool,
@@ -258,6 +273,16 @@ pub struct InboxConfig {
     pub mode: Mode,
     /// Longest preview of a recorded value, in characters (`1 ..= MAX_PREVIEW_CHARS`).
     pub preview_chars: u32,
+}
+
+impl Serialize for InboxConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("enabled", &self.enabled)?;
+        map.serialize_entry("mode", &self.mode)?;
+        map.serialize_entry("previewChars", &self.preview_chars)?;
+        map.end()
+    }
 }
 
 impl Default for InboxConfig {
@@ -271,12 +296,21 @@ impl Default for InboxConfig {
 }
 
 /// The whole plugin config; serialized, it is the normalized config with every default filled in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Config {
     /// The inspect half.
     pub inspect: InspectConfig,
     /// The inbox half.
     pub inbox: InboxConfig,
+}
+
+impl Serialize for Config {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("inspect", &self.inspect)?;
+        map.serialize_entry("inbox", &self.inbox)?;
+        map.end()
+    }
 }
 
 /// Parse and validate the plugin config.

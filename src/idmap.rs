@@ -18,10 +18,13 @@ pub const fn next_id(id: u32, mask: u32) -> u32 {
     }
 }
 
-/// Values by `u32` id, in id order.
+/// Values by `u32` id, in id order: the ids and the values in two `Vec`s side
+/// by side, so the search over the ids is one function for every `T` (not one
+/// copy per table).
 #[derive(Debug)]
 pub struct IdMap<T> {
-    entries: Vec<(u32, T)>,
+    ids: Vec<u32>,
+    values: Vec<T>,
 }
 
 impl<T> Default for IdMap<T> {
@@ -30,44 +33,44 @@ impl<T> Default for IdMap<T> {
     }
 }
 
+/// Where `id` is in `ids` (sorted), or where it would go.
+fn find(ids: &[u32], id: u32) -> Result<usize, usize> {
+    ids.binary_search(&id)
+}
+
 impl<T> IdMap<T> {
     /// An empty map (a `const fn`: a thread-local of one needs no lazy start).
     pub const fn new() -> Self {
         IdMap {
-            entries: Vec::new(),
+            ids: Vec::new(),
+            values: Vec::new(),
         }
-    }
-
-    fn find(&self, id: u32) -> Result<usize, usize> {
-        self.entries.binary_search_by_key(&id, |(k, _)| *k)
     }
 
     /// The value under `id`.
     pub fn get(&self, id: u32) -> Option<&T> {
-        let i = self.find(id).ok()?;
-        self.entries.get(i).map(|(_, v)| v)
+        let i = find(&self.ids, id).ok()?;
+        self.values.get(i)
     }
 
     /// The value under `id`, to change.
     pub fn get_mut(&mut self, id: u32) -> Option<&mut T> {
-        let i = self.find(id).ok()?;
-        self.entries.get_mut(i).map(|(_, v)| v)
+        let i = find(&self.ids, id).ok()?;
+        self.values.get_mut(i)
     }
 
     /// Whether `id` has a value.
     pub fn contains(&self, id: u32) -> bool {
-        self.find(id).is_ok()
+        find(&self.ids, id).is_ok()
     }
 
     /// Put `value` under `id`; returns the value it replaced.
     pub fn insert(&mut self, id: u32, value: T) -> Option<T> {
-        match self.find(id) {
-            Ok(i) => self
-                .entries
-                .get_mut(i)
-                .map(|(_, v)| std::mem::replace(v, value)),
+        match find(&self.ids, id) {
+            Ok(i) => self.values.get_mut(i).map(|v| std::mem::replace(v, value)),
             Err(i) => {
-                self.entries.insert(i, (id, value));
+                self.ids.insert(i, id);
+                self.values.insert(i, value);
                 None
             }
         }
@@ -75,18 +78,19 @@ impl<T> IdMap<T> {
 
     /// Take the value under `id` out.
     pub fn remove(&mut self, id: u32) -> Option<T> {
-        let i = self.find(id).ok()?;
-        Some(self.entries.remove(i).1)
+        let i = find(&self.ids, id).ok()?;
+        self.ids.remove(i);
+        Some(self.values.remove(i))
     }
 
     /// How many ids have a value.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.ids.len()
     }
 
     /// Whether no id has a value.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.ids.is_empty()
     }
 }
 
@@ -115,8 +119,8 @@ mod tests {
             assert_eq!(m.insert(id, id * 10), None);
         }
         assert_eq!(m.len(), 5);
-        let ids: Vec<u32> = m.entries.iter().map(|(k, _)| *k).collect();
-        assert_eq!(ids, [1, 3, 5, 7, 9]);
+        assert_eq!(m.ids, [1, 3, 5, 7, 9]);
+        assert_eq!(m.values, [10, 30, 50, 70, 90]);
         assert_eq!(m.get(7), Some(&70));
         assert_eq!(m.get(4), None);
         assert_eq!(m.insert(7, 71), Some(70));

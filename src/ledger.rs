@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// How many records a ledger keeps; older ones make way (counts keep counting).
 pub const RECORD_CAP: usize = 1000;
@@ -75,8 +75,7 @@ impl<R: Record> Ledger<R> {
 }
 
 /// One inspect report, as `inspectClientGuard.reports()` returns it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct InspectReport {
     /// `deadline`, `refused`, `unbound-agent` or `disposed`.
     pub kind: &'static str,
@@ -93,13 +92,32 @@ pub struct InspectReport {
     /// When, in ms since the epoch.
     pub at: f64,
     /// The page's refusal reason (refused reports only; absent otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
+// The records, counts, status and config serialize as maps of their fields,
+// by hand: a derived `Serialize` takes serde's struct path, which
+// serde-wasm-bindgen serves through a cache of field names (a `HashMap`, with
+// hashbrown's code) that cost the `.wasm` more than these impls do.
+impl Serialize for InspectReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("kind", self.kind)?;
+        map.serialize_entry("requestId", &self.request_id)?;
+        map.serialize_entry("sessionId", &self.session_id)?;
+        map.serialize_entry("providerId", &self.provider_id)?;
+        map.serialize_entry("methodName", &self.method_name)?;
+        map.serialize_entry("deadlineMs", &self.deadline_ms)?;
+        map.serialize_entry("at", &self.at)?;
+        if let Some(reason) = &self.reason {
+            map.serialize_entry("reason", reason)?;
+        }
+        map.end()
+    }
+}
+
 /// Counters of inspect reports by kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InspectCounts {
     /// Deadline expiries.
     pub deadline: u64,
@@ -109,6 +127,17 @@ pub struct InspectCounts {
     pub unbound_agent: u64,
     /// Queries rejected by disposal.
     pub disposed: u64,
+}
+
+impl Serialize for InspectCounts {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("deadline", &self.deadline)?;
+        map.serialize_entry("refused", &self.refused)?;
+        map.serialize_entry("unboundAgent", &self.unbound_agent)?;
+        map.serialize_entry("disposed", &self.disposed)?;
+        map.end()
+    }
 }
 
 impl Record for InspectReport {
@@ -127,8 +156,7 @@ impl Record for InspectReport {
 }
 
 /// One inbox violation, as `inboxInputGuard.violations()` returns it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Violation {
     /// When, in ms since the epoch.
     pub at: f64,
@@ -152,12 +180,29 @@ pub struct Violation {
     /// pending, when claimed) carries the id of its first (see [`crate::sightings`]).
     pub value_id: u64,
     /// A later sighting of a value already recorded: it adds no `observed` count.
-    #[serde(skip)]
+    /// (Not serialized.)
     pub repeat: bool,
 }
 
+impl Serialize for Violation {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("at", &self.at)?;
+        map.serialize_entry("origin", self.origin)?;
+        map.serialize_entry("sessionId", &self.session_id)?;
+        map.serialize_entry("seq", &self.seq)?;
+        map.serialize_entry("target", &self.target)?;
+        map.serialize_entry("index", &self.index)?;
+        map.serialize_entry("valueKind", self.value_kind)?;
+        map.serialize_entry("preview", &self.preview)?;
+        map.serialize_entry("action", self.action)?;
+        map.serialize_entry("valueId", &self.value_id)?;
+        map.end()
+    }
+}
+
 /// Counters of inbox violations by action.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InboxCounts {
     /// Entries turned into user messages.
     pub repaired: u64,
@@ -165,6 +210,16 @@ pub struct InboxCounts {
     pub quarantined: u64,
     /// Values only recorded (each value once, however often it was seen).
     pub observed: u64,
+}
+
+impl Serialize for InboxCounts {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("repaired", &self.repaired)?;
+        map.serialize_entry("quarantined", &self.quarantined)?;
+        map.serialize_entry("observed", &self.observed)?;
+        map.end()
+    }
 }
 
 impl Record for Violation {

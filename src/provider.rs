@@ -11,7 +11,7 @@
 //! numbers without text. An answer is bounded: records are kept newest first
 //! until [`MAX_ANSWER_CHARS`] of text is reached.
 
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::config::{InboxConfig, InspectConfig, Mode, Raw};
 use crate::error::Error;
@@ -84,21 +84,17 @@ pub fn limit(input: &Raw) -> Result<usize, Error> {
 }
 
 /// The answer to `status`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 pub struct Status<'a> {
     /// The package version.
     pub version: &'static str,
     /// Present while the guard stands down after a fault of its own.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<&'a str>,
     /// Recoveries on a fresh instance so far in this process.
     pub recoveries: u32,
     /// The last fault of the guard, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_fault: Option<LastFault>,
     /// The guard recovered too often and stays down until the process restarts.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub gave_up: bool,
     /// The inspect half.
     pub inspect: InspectStatus<'a>,
@@ -106,8 +102,30 @@ pub struct Status<'a> {
     pub inbox: InboxStatus<'a>,
 }
 
+// `failed` and `lastFault` are left out when absent, `gaveUp` when false (see
+// the note on the impls in `ledger.rs`).
+impl Serialize for Status<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("version", self.version)?;
+        if let Some(failed) = self.failed {
+            map.serialize_entry("failed", failed)?;
+        }
+        map.serialize_entry("recoveries", &self.recoveries)?;
+        if let Some(last_fault) = &self.last_fault {
+            map.serialize_entry("lastFault", last_fault)?;
+        }
+        if self.gave_up {
+            map.serialize_entry("gaveUp", &true)?;
+        }
+        map.serialize_entry("inspect", &self.inspect)?;
+        map.serialize_entry("inbox", &self.inbox)?;
+        map.end()
+    }
+}
+
 /// Where and when the guard last faulted.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LastFault {
     /// The entry point (`claim`, `preStep`, `created`, `sessionEvent`, `begin`,
     /// `settle`, `tick`, `resolve`, `apply` or `plugin`).
@@ -116,22 +134,45 @@ pub struct LastFault {
     pub at: f64,
 }
 
+impl Serialize for LastFault {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("point", &self.point)?;
+        map.serialize_entry("at", &self.at)?;
+        map.end()
+    }
+}
+
 /// The inspect half in a `status` answer.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 pub struct InspectStatus<'a> {
     /// Whether the client-query guard is on the registry.
     pub installed: bool,
     /// The deadline in force, while installed.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u32>,
     /// The refusal grace in force, while installed.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub refusal_grace_ms: Option<u32>,
     /// Guarded client queries waiting now, across the process.
     pub in_flight: u32,
     /// Reports by kind.
     pub counts: &'a InspectCounts,
+}
+
+// `deadlineMs` and `refusalGraceMs` are left out while not installed.
+impl Serialize for InspectStatus<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("installed", &self.installed)?;
+        if let Some(deadline_ms) = &self.deadline_ms {
+            map.serialize_entry("deadlineMs", deadline_ms)?;
+        }
+        if let Some(refusal_grace_ms) = &self.refusal_grace_ms {
+            map.serialize_entry("refusalGraceMs", refusal_grace_ms)?;
+        }
+        map.serialize_entry("inFlight", &self.in_flight)?;
+        map.serialize_entry("counts", self.counts)?;
+        map.end()
+    }
 }
 
 impl<'a> InspectStatus<'a> {
@@ -148,8 +189,7 @@ impl<'a> InspectStatus<'a> {
 }
 
 /// The inbox half in a `status` answer.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 pub struct InboxStatus<'a> {
     /// Whether agents' inboxes are guarded.
     pub installed: bool,
@@ -157,6 +197,16 @@ pub struct InboxStatus<'a> {
     pub mode: Mode,
     /// Violations by action.
     pub counts: &'a InboxCounts,
+}
+
+impl Serialize for InboxStatus<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("installed", &self.installed)?;
+        map.serialize_entry("mode", &self.mode)?;
+        map.serialize_entry("counts", self.counts)?;
+        map.end()
+    }
 }
 
 impl<'a> InboxStatus<'a> {
@@ -171,17 +221,33 @@ impl<'a> InboxStatus<'a> {
 }
 
 /// The answer to `reports`.
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct Reports<'a> {
     /// Oldest first.
     pub reports: Vec<&'a InspectReport>,
 }
 
+impl Serialize for Reports<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("reports", &self.reports)?;
+        map.end()
+    }
+}
+
 /// The answer to `violations`.
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct Violations<'a> {
     /// Oldest first.
     pub violations: Vec<&'a Violation>,
+}
+
+impl Serialize for Violations<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("violations", &self.violations)?;
+        map.end()
+    }
 }
 
 /// Text a record brings into an answer, in characters.
@@ -360,5 +426,68 @@ mod tests {
             check(&method["inputSchema"], "input");
             check(&method["outputSchema"], "output");
         }
+    }
+
+    /// The status serializes to the shape `index.d.ts` declares: `failed`,
+    /// `lastFault` and `gaveUp` only when there is something to say, the
+    /// inspect half's timings only while it is installed, the mode as its config
+    /// spelling.
+    #[test]
+    fn status_serializes_with_optional_fields_left_out() {
+        let counts = (InspectCounts::default(), InboxCounts::default());
+        let inbox = InboxConfig::default();
+        let quiet = Status {
+            version: "1.2.3",
+            failed: None,
+            recoveries: 0,
+            last_fault: None,
+            gave_up: false,
+            inspect: InspectStatus::new(None, 0, &counts.0),
+            inbox: InboxStatus::new(&inbox, true, &counts.1),
+        };
+        assert_eq!(
+            serde_json::to_string(&quiet).unwrap_or_default(),
+            r#"{"version":"1.2.3","recoveries":0,"inspect":{"installed":false,"inFlight":0,"counts":{"deadline":0,"refused":0,"unboundAgent":0,"disposed":0}},"inbox":{"installed":true,"mode":"repair","counts":{"repaired":0,"quarantined":0,"observed":0}}}"#
+        );
+        let inspect = InspectConfig::with_deadline(500);
+        let report = InboxConfig {
+            mode: crate::config::Mode::Report,
+            ..inbox
+        };
+        let down = Status {
+            version: "1.2.3",
+            failed: Some("down"),
+            recoveries: 2,
+            last_fault: Some(LastFault {
+                point: "claim".into(),
+                at: 5.0,
+            }),
+            gave_up: true,
+            inspect: InspectStatus::new(Some(&inspect), 3, &counts.0),
+            inbox: InboxStatus::new(&report, false, &counts.1),
+        };
+        assert_eq!(
+            serde_json::to_string(&down).unwrap_or_default(),
+            r#"{"version":"1.2.3","failed":"down","recoveries":2,"lastFault":{"point":"claim","at":5.0},"gaveUp":true,"inspect":{"installed":true,"deadlineMs":500,"refusalGraceMs":500,"inFlight":3,"counts":{"deadline":0,"refused":0,"unboundAgent":0,"disposed":0}},"inbox":{"installed":false,"mode":"report","counts":{"repaired":0,"quarantined":0,"observed":0}}}"#
+        );
+    }
+
+    #[test]
+    fn answers_serialize_as_one_named_list() {
+        let v = violation("x");
+        assert_eq!(
+            serde_json::to_string(&Violations {
+                violations: vec![&v]
+            })
+            .unwrap_or_default(),
+            format!(
+                r#"{{"violations":[{}]}}"#,
+                serde_json::to_string(&v).unwrap_or_default()
+            )
+        );
+        assert_eq!(
+            serde_json::to_string(&Reports { reports: vec![] }).unwrap_or_default(),
+            r#"{"reports":[]}"#
+        );
     }
 }

@@ -106,12 +106,18 @@ impl Window {
 /// bisection. A new session's window is an insert that moves at most
 /// [`MAX_SESSIONS`] entries, on a path that writes a log line anyway; it keeps a
 /// third `HashMap` instantiation (with hashbrown's rehashing) out of the `.wasm`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Windows {
     entries: Vec<(String, Window)>,
 }
 
 impl Windows {
+    const fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+        }
+    }
+
     fn find(&self, session: &str) -> Result<usize, usize> {
         self.entries
             .binary_search_by(|(key, _)| key.as_str().cmp(session))
@@ -165,7 +171,7 @@ impl Windows {
 }
 
 /// The per-session bound on warn lines (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LogBound {
     /// The windows by session.
     windows: Windows,
@@ -181,7 +187,25 @@ pub struct LogBound {
     since_prune: usize,
 }
 
+impl Default for LogBound {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl LogBound {
+    /// No window open yet (a `const fn`: the instance's bound is a `const`
+    /// thread-local, with no lazy state to check on each access).
+    pub const fn new() -> Self {
+        Self {
+            windows: Windows::new(),
+            order: VecDeque::new(),
+            next_seq: 0,
+            latest: 0.0,
+            since_prune: 0,
+        }
+    }
+
     /// Decide what to do with a warn line of `session` at `now_ms`.
     pub fn admit(&mut self, session: &str, now_ms: f64) -> Admit {
         let finite = now_ms.is_finite();

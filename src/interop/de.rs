@@ -15,12 +15,16 @@
 //! string keys and any other non-iterable object to a map of its own
 //! enumerable string-keyed entries. Anything else (a `Set`, a `Map` with a
 //! non-string key) is an error, which the caller reads as unreadable. Past
-//! [`MAX_DEPTH`] every value is unit, so a cyclic copy ends.
+//! [`MAX_DEPTH`] every value is unit, so a cyclic copy ends. A bigint's number
+//! and an object's entries are taken in JavaScript (`bigintNumber` and
+//! `entriesOf` in values.js), one crossing each.
 
-use js_sys::{Array, ArrayBuffer, Map, Object, Symbol, Uint8Array};
+use js_sys::Array;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::forward_to_deserialize_any;
 use wasm_bindgen::{JsCast, JsValue};
+
+use super::js::{bigint_number, entries_of, is_array};
 
 /// Nesting read before every deeper value reads as unit (the schema is two levels).
 pub const MAX_DEPTH: u8 = 16;
@@ -80,36 +84,27 @@ impl<'de> de::Deserializer<'de> for Plain {
         }
         if v.is_bigint() {
             // As the nearest number; outside i64::MIN..=u64::MAX it has no reading.
-            #[allow(clippy::cast_precision_loss)]
-            return match i64::try_from(v.clone()) {
-                Ok(n) => visitor.visit_f64(n as f64),
-                Err(v) => match u64::try_from(v) {
-                    Ok(n) => visitor.visit_f64(n as f64),
-                    Err(_) => Err(Unreadable),
-                },
-            };
+            return bigint_number(v).map_or(Err(Unreadable), |n| visitor.visit_f64(n));
         }
         if let Some(s) = v.as_string() {
             return visitor.visit_string(s);
         }
-        if let Some(array) = v.dyn_ref::<Array>() {
-            let items = array.to_vec().into_iter();
+        if is_array(v) == Some(true) {
+            let items = v.unchecked_ref::<Array>().to_vec().into_iter();
             return visitor.visit_seq(Items { items, of: &self });
-        }
-        if v.is_instance_of::<Uint8Array>() || v.is_instance_of::<ArrayBuffer>() {
-            return visitor.visit_bytes(&[]);
         }
         if !v.is_object() {
             // A symbol or a function: no copy holds one, but this reader needs no copy.
             return Err(Unreadable);
         }
-        let entries = if let Some(map) = v.dyn_ref::<Map>() {
-            Array::from(&map.entries().into())
-        } else if Symbol::iterator().js_in(v) {
+        let entries = entries_of(v);
+        if entries.is_null() {
+            return visitor.visit_bytes(&[]);
+        }
+        if entries.is_undefined() {
             return Err(Unreadable);
-        } else {
-            Object::entries(v.unchecked_ref())
-        };
+        }
+        let entries: Array = entries.unchecked_into();
         visitor.visit_map(Entries {
             entries: entries.to_vec().into_iter(),
             value: None,

@@ -24,7 +24,7 @@ use wasm_bindgen::JsCast;
 
 use super::instance::{emit_at, exclusive, shared, token, Instance, Role};
 use super::js::{
-    at, drop_at, get, get_fn, get_string, hold, is_array, length, monotonic_now, object,
+    at, call_with, drop_at, get, get_fn, get_string, hold, is_array, length, monotonic_now, object,
     patch_claim, plain_copy, release, render_head, render_head_at, repair_at, repair_message,
     safe_string, shape, shapes, stale_patches, to_index, vouched,
 };
@@ -185,7 +185,11 @@ pub(super) fn install(
             Role::PreStep => rt.pre_step(guard),
             _ => rt.listener(guard, role),
         };
-        match on.call3(&JsValue::UNDEFINED, &event.into(), &listener, &options) {
+        match call_with(
+            on,
+            &JsValue::UNDEFINED,
+            &[&event.into(), &listener, &options],
+        ) {
             Ok(d) => {
                 hold(owner, &d);
                 unlisten.extend(d.dyn_into::<Function>().ok());
@@ -657,7 +661,7 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
                     let text = format!(
                         "could not fix pending inbox entry {target}[{i}] of session {}: {}",
                         label(&session_id),
-                        escape(&String::from(safe_string(&error)))
+                        escape(&safe_string(&error))
                     );
                     warn(cx, &session_id, &text);
                     action = Action::Observe;

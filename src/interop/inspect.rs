@@ -30,7 +30,7 @@ use wasm_bindgen::JsCast;
 use super::fault;
 use super::instance::{emit, emit_with, exclusive, shared, token, Instance, Role};
 use super::js::{
-    at, call, deliver, disposer_of, flight_of, get, get_fn, get_string, hold, length,
+    at, call, call_with, deliver, disposer_of, flight_of, get, get_fn, get_string, hold, length,
     make_announcer, monotonic_now, object, open_mount, original_of, patch_query, patch_resolve,
     raw_config, release, report_later, take_flight, text_of, to_js,
 };
@@ -201,14 +201,13 @@ pub(super) fn install(
         }
     }
     let listener = make_announcer();
-    let unlisten = on
-        .call2(
-            &JsValue::UNDEFINED,
-            &"cordis/inspect-query".into(),
-            &listener,
-        )
-        .ok()
-        .and_then(|d| d.dyn_into::<Function>().ok());
+    let unlisten = call_with(
+        on,
+        &JsValue::UNDEFINED,
+        &[&"cordis/inspect-query".into(), &listener],
+    )
+    .ok()
+    .and_then(|d| d.dyn_into::<Function>().ok());
     let Some(unlisten) = unlisten else {
         drop(patches);
         return Err(Error::HostShape {
@@ -399,9 +398,12 @@ fn explain_invalid_output(key: FlightKey, resolution: &JsValue) -> Option<String
     let (provider, method) = names_of(key);
     let schema = output_schema(&registry, &provider, &method)?;
     let data = get(resolution, "data").unwrap_or(JsValue::UNDEFINED);
-    let violations = validate
-        .call3(&JsValue::UNDEFINED, &schema, &data, &"output".into())
-        .ok()?;
+    let violations = call_with(
+        &validate,
+        &JsValue::UNDEFINED,
+        &[&schema, &data, &"output".into()],
+    )
+    .ok()?;
     let count = length(&violations)?;
     let mut joined = String::new();
     for part in (0..count).filter_map(|i| at(&violations, i).as_string()) {

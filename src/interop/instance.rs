@@ -171,9 +171,11 @@ pub(super) struct Instance {
 }
 
 thread_local! {
-    static INSTANCE: Instance = Instance {
-        log_bound: RefCell::default(),
-        next_id: Cell::new(1),
+    static INSTANCE: Instance = const {
+        Instance {
+            log_bound: RefCell::new(LogBound::new()),
+            next_id: Cell::new(1),
+        }
     };
 }
 

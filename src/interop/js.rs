@@ -6,7 +6,7 @@
 //! through `Reflect` and `Function::call*`, which js-sys binds that way), so no
 //! JavaScript exception ever unwinds through wasm frames.
 
-use js_sys::{Array, Function, JsString, Object, Reflect};
+use js_sys::{Array, Function, Object, Reflect};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -88,8 +88,10 @@ extern "C" {
 
 #[wasm_bindgen(module = "/src/interop/shapes.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = shapes)]
-    pub(super) fn shape_codes(list: &JsValue) -> js_sys::Uint32Array;
+    /// The shape code of every entry of `list` (see `Probe::from_code`), in one
+    /// crossing: the glue copies the codes into a `Vec` it allocates in this
+    /// instance's memory.
+    pub(super) fn shapes(list: &JsValue) -> Vec<u32>;
     #[wasm_bindgen(js_name = shapeCode)]
     pub(super) fn shape(value: &JsValue) -> u32;
 }
@@ -105,9 +107,19 @@ extern "C" {
     #[wasm_bindgen(catch)]
     pub(super) fn snapshot(value: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = safeString)]
-    pub(super) fn safe_string(value: &JsValue) -> JsString;
+    pub(super) fn safe_string(value: &JsValue) -> String;
+    /// `String(value)`, cut to `max` UTF-16 units with `…`, never throwing.
+    #[wasm_bindgen(js_name = textOf)]
+    pub(super) fn text_of(value: &JsValue, max: u32) -> String;
     #[wasm_bindgen(js_name = isArray)]
     pub(super) fn is_array(value: &JsValue) -> Option<bool>;
+    /// A bigint as the nearest number while it is in `i64::MIN..=u64::MAX`.
+    #[wasm_bindgen(js_name = bigintNumber)]
+    pub(super) fn bigint_number(value: &JsValue) -> Option<f64>;
+    /// An object's `[key, value]` pairs, `null` for bytes, `undefined` for
+    /// another iterable (see `entriesOf` in values.js).
+    #[wasm_bindgen(js_name = entriesOf)]
+    pub(super) fn entries_of(value: &JsValue) -> JsValue;
 }
 
 #[wasm_bindgen(module = "/src/interop/edits.js")]
@@ -179,11 +191,6 @@ pub fn original_of(value: &JsValue) -> JsValue {
     }
 }
 
-/// The shape code of every entry of `list` (see `Probe::from_code`), in one crossing.
-pub(super) fn shapes(list: &JsValue) -> Vec<u32> {
-    shape_codes(list).to_vec()
-}
-
 /// `value[key]`, or `None` when reading throws. Used off the per-query and
 /// per-claim paths only (the key is decoded into a JavaScript string per read).
 pub(super) fn get(value: &JsValue, key: &str) -> Option<JsValue> {
@@ -231,6 +238,16 @@ pub(super) fn call(method: &Function, this: &JsValue, args: &Array) -> Result<Js
     method.apply(this, args)
 }
 
+/// `method(...args)` with `this`, through [`call`]: cold paths pass their
+/// arguments as a list rather than reach `call2`, `call3`, … (one import each).
+pub(super) fn call_with(
+    method: &Function,
+    this: &JsValue,
+    args: &[&JsValue],
+) -> Result<JsValue, JsValue> {
+    call(method, this, &args.iter().copied().collect())
+}
+
 /// A fresh plain object of `entries` (defining data properties on it cannot fail).
 pub(super) fn object(entries: &[(&str, &JsValue)]) -> JsValue {
     let o = Object::new();
@@ -238,17 +255,6 @@ pub(super) fn object(entries: &[(&str, &JsValue)]) -> JsValue {
         let _ = Reflect::set(&o, &JsValue::from_str(key), value);
     }
     o.into()
-}
-
-/// `String(value)`, cut to `max` UTF-16 units with `…`, never throwing.
-pub(super) fn text_of(value: &JsValue, max: u32) -> String {
-    let text = safe_string(value);
-    let len = text.length();
-    if len <= max {
-        String::from(text)
-    } else {
-        format!("{}…", String::from(text.slice(0, max)))
-    }
 }
 
 /// UTF-16 units of [`render`] read for a preview of `chars` characters: room for
@@ -364,11 +370,10 @@ pub(super) fn host_call(
         target: "the plugin's context",
         missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on"],
     })?;
-    let disposer =
-        call(&f, ctx, &args.iter().copied().collect::<Array>()).map_err(|_| Error::HostShape {
-            target: "the plugin's context",
-            missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on that accept the guard"],
-        })?;
+    let disposer = call_with(&f, ctx, args).map_err(|_| Error::HostShape {
+        target: "the plugin's context",
+        missing: vec!["ctx.provide, ctx.effect, ctx.inject and ctx.on that accept the guard"],
+    })?;
     hold(record, &disposer);
     Ok(disposer)
 }

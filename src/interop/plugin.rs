@@ -24,7 +24,7 @@ use wasm_bindgen::JsCast;
 use super::fault::{self, Point};
 use super::instance::{self, emit, exclusive, shared, Instance, Role};
 use super::js::{
-    abandon, fault_facts, get, get_fn, get_string, hold, host_call, object, open_mount,
+    abandon, call_with, fault_facts, get, get_fn, get_string, hold, host_call, object, open_mount,
     original_of, raw_config, release, to_index, to_js,
 };
 use super::{inbox, inspect, settings};
@@ -347,21 +347,17 @@ fn failed_status(inbox: &config::InboxConfig) -> JsValue {
     })
 }
 
-/// Zero counts with the fault's note: what `counts()` answers once the guard stood down.
+/// Zero counts with the fault's note (`failed`, after the counts' own fields):
+/// what `counts()` answers once the guard stood down.
 fn failed_counts<C: Default + serde::Serialize>() -> JsValue {
-    let failed = Error::StoodDown.to_string();
-    to_js(&Failed {
-        counts: &C::default(),
-        failed: Some(&failed),
-    })
-}
-
-/// Counts with the fault's note, as the services answer once the guard stood down.
-#[derive(serde::Serialize)]
-struct Failed<'a, C: serde::Serialize> {
-    #[serde(flatten)]
-    counts: &'a C,
-    failed: Option<&'a str>,
+    let counts = to_js(&C::default());
+    // Setting an own data property on a fresh plain object cannot fail.
+    let _ = js_sys::Reflect::set(
+        &counts,
+        &JsValue::from_str("failed"),
+        &JsValue::from_str(&Error::StoodDown.to_string()),
+    );
+    counts
 }
 
 /// Drop a mount's state (disposed, or its wiring failed).
@@ -528,7 +524,7 @@ fn attach(rt: &Rt<'_>, mount: u32, sub: &JsValue) {
     let effect = rt.method(id, Role::Attach, &none, &none, false);
     let label = "harness-guard: cordisInspect client-query guard and HarnessGuard provider";
     let registered = get_fn(sub, "effect")
-        .and_then(|f| f.call2(sub, &effect, &label.into()).ok())
+        .and_then(|f| call_with(&f, sub, &[&effect, &label.into()]).ok())
         .inspect(|disposer| hold(&record, disposer));
     if registered.is_none() {
         detach(rt, id);
@@ -716,12 +712,14 @@ fn faults() -> Faults {
     }
 }
 
-/// `f` of the live mount's status, its ledgers borrowed; `None` for a mount that is gone.
-fn with_status<R>(
-    rt: &Rt<'_>,
-    mount: u32,
-    f: impl FnOnce(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> R,
-) -> Option<R> {
+/// A reader of a mount's status and its ledgers (see [`with_status`]).
+type StatusReader<'f> =
+    dyn Fn(&Status<'_>, &Ledger<InspectReport>, &Ledger<Violation>) -> JsValue + 'f;
+
+/// `f` of the live mount's status, its ledgers borrowed; `None` for a mount that
+/// is gone. (`f` is a `dyn`: the status is made by one copy of this function for
+/// every reader.)
+fn with_status(rt: &Rt<'_>, mount: u32, f: &StatusReader<'_>) -> Option<JsValue> {
     let faults = faults();
     let in_flight = inspect::in_flight().0;
     rt.plugin(|s| {
@@ -757,7 +755,7 @@ fn with_status<R>(
 
 /// A service's `status()`: what the provider's `status` answers.
 fn status_of(rt: &Rt<'_>, mount: u32) -> Option<JsValue> {
-    with_status(rt, mount, |status, _, _| to_js(status))
+    with_status(rt, mount, &|status, _, _| to_js(status))
 }
 
 /// The provider's answer to `method(input)` asked by `options.agent`.
@@ -781,7 +779,7 @@ fn answer(
         Method::Status => 0,
         _ => provider::limit(&raw_config(input))?,
     };
-    let answer = with_status(rt, mount, |status, inspect, inbox| match method {
+    let answer = with_status(rt, mount, &|status, inspect, inbox| match method {
         Method::Status => to_js(status),
         Method::Reports => to_js(&provider::Reports {
             reports: provider::bounded(inspect.latest_of(&session, limit)),
@@ -847,13 +845,14 @@ fn register_command(rt: &Rt<'_>, mount: u32, sub: &JsValue) {
 /// `/harness-guard`: the status and the asking session's latest records, as text.
 fn command(rt: &Rt<'_>, mount: u32, invocation: &JsValue) -> JsValue {
     let session = session_of(invocation);
-    let text = with_status(rt, mount, |status, inspect, inbox| {
+    let text = with_status(rt, mount, &|status, inspect, inbox| {
         crate::command::text(
             status,
             &inspect.latest_of(&session, crate::command::LATEST),
             &inbox.latest_of(&session, crate::command::LATEST),
         )
+        .into()
     })
     .unwrap_or_else(|| "harness-guard: this mount is gone".into());
-    object(&[("kind", &"success".into()), ("text", &text.into())])
+    object(&[("kind", &"success".into()), ("text", &text)])
 }

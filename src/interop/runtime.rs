@@ -325,19 +325,26 @@ pub fn cancel_recovery() {
 
 /// The recovery plan after a fault, as `[giveUp, afterMs]`.
 pub fn recovery_plan(recent: &[f64], now: f64) -> Array {
-    match crate::recovery::plan(recent, now) {
-        Plan::GiveUp => Array::of2(&JsValue::TRUE, &JsValue::from(0)),
-        Plan::Retry { after_ms } => Array::of2(&JsValue::FALSE, &JsValue::from(after_ms)),
-    }
+    let (give_up, after_ms) = match crate::recovery::plan(recent, now) {
+        Plan::GiveUp => (true, 0.0),
+        Plan::Retry { after_ms } => (false, after_ms),
+    };
+    list(&[JsValue::from(give_up), JsValue::from(after_ms)])
+}
+
+/// `values` as an array (one push per value: cold paths only, where an
+/// `Array.of` import per arity would cost the `.wasm` more).
+fn list(values: &[JsValue]) -> Array {
+    values.iter().collect()
 }
 
 /// Flights in the air across every inspect guard, whether the deadline timer
 /// keeps the process alive, and whether it is set at all.
 pub fn in_flight() -> Array {
     let (flights, held, set) = inspect::in_flight();
-    Array::of3(
-        &JsValue::from(u32::try_from(flights).unwrap_or(u32::MAX)),
-        &JsValue::from(held),
-        &JsValue::from(set),
-    )
+    list(&[
+        JsValue::from(u32::try_from(flights).unwrap_or(u32::MAX)),
+        JsValue::from(held),
+        JsValue::from(set),
+    ])
 }
