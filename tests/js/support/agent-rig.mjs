@@ -50,6 +50,19 @@ export function messageText(message) {
 }
 
 /** Whether a message is the clock message dsh-time-context appends. */
+/**
+ * Listen for what a host must never see from a plugin: uncaught exceptions,
+ * unhandled rejections, and process warnings. Returns the lists the listeners
+ * fill (errors described as `describeError` does), for a fixture to report.
+ */
+export function captureProcessTrouble() {
+  const trouble = { uncaught: [], unhandled: [], warnings: [] };
+  process.on('uncaughtException', (error) => trouble.uncaught.push(describeError(error)));
+  process.on('unhandledRejection', (reason) => trouble.unhandled.push(describeError(reason)));
+  process.on('warning', (warning) => trouble.warnings.push(`${warning.name}: ${warning.message}`));
+  return trouble;
+}
+
 /** An error as one line: name, message and code; anything else as `String` reads it. */
 export function describeError(error) {
   return error instanceof Error ? `${error.name}: ${error.message} (code ${error.code})` : String(error);
