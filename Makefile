@@ -11,6 +11,9 @@ TOOLS ?= $(HOME)/.cache/harness-guard
 BINDGEN_DIR := $(TOOLS)/wasm-bindgen-$(WASM_BINDGEN_VERSION)
 WASM_BINDGEN := $(BINDGEN_DIR)/bin/wasm-bindgen
 TEST_RUNNER := $(BINDGEN_DIR)/bin/wasm-bindgen-test-runner
+# esbuild, pinned in tools/package-lock.json: joins the glue and the boundary's
+# JavaScript modules into one module at packaging (see `package` below).
+ESBUILD := tools/node_modules/.bin/esbuild
 
 # The pinned host packages; the newest published host release (installed as a
 # user must: legacy peer resolution); Node 22 alone. Each is an npm project
@@ -36,7 +39,7 @@ SOURCES := Cargo.toml Cargo.lock build.rs $(shell find src -type f) $(wildcard j
 
 .PHONY: pkg pkg-faults pack demo test bench tools rig lint test-rust test-wasm test-js test-js-next test-readme readme-record clean .wasm-target
 
-tools: $(WASM_BINDGEN) .wasm-target
+tools: $(WASM_BINDGEN) .wasm-target $(ESBUILD)
 
 .wasm-target:
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown \
@@ -47,6 +50,10 @@ $(WASM_BINDGEN):
 	cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --root $(BINDGEN_DIR)
 
 rig: $(RIG_STAMP) $(NEXT_STAMP) $(NODE22_STAMP)
+$(ESBUILD): tools/package.json tools/package-lock.json
+	@echo "== installing the build tools from their lockfile (npm ci)"
+	cd tools && npm ci --no-audit --no-fund
+	@touch $@
 tests/%/node_modules/.rig-installed: tests/%/package.json tests/%/package-lock.json
 	@echo "== installing tests/$* from its lockfile (npm ci)"
 	cd tests/$* && npm ci --no-audit --no-fund
@@ -65,10 +72,16 @@ endef
 # $(call package,DIR,WASM): wasm-bindgen's glue for WASM, the shim and the template, into DIR.
 # `--target web` with the reset function: the shim instantiates the module itself
 # (`initSync`), and after a fault the guard recovers on a fresh instance of it.
+# The glue and the boundary's modules (src/interop/*.js, which wasm-bindgen copies
+# under snippets/) are then joined into one module, harness_guard.js: importing
+# the package loads one file where it loaded eleven (`make bench`, §5).
 define package
 	rm -rf $(1) && mkdir -p $(1)
 	$(WASM_BINDGEN) $(2) --target web --experimental-reset-state-function --out-dir $(1) --out-name harness_guard \
 	  --remove-name-section --remove-producers-section
+	$(ESBUILD) $(1)/harness_guard.js --bundle --format=esm --platform=node --packages=external \
+	  --log-level=warning --log-override:duplicate-object-key=silent --outfile=$(1)/harness_guard.joined.js
+	mv $(1)/harness_guard.joined.js $(1)/harness_guard.js && rm -r $(1)/snippets
 	cp js-shim/*.js $(1)/
 	$(call client_bundle,$(1))
 	cp pkg-template/* $(1)/
@@ -81,7 +94,7 @@ endef
 RELEASE_FLAGS := RUSTFLAGS="--remap-path-prefix=$${CARGO_HOME:-$$HOME/.cargo}=cargo --remap-path-prefix=$(CURDIR)=harness-guard"
 
 pkg: pkg/package.json
-pkg/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
+pkg/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN) $(ESBUILD)
 	@echo "== building the release wasm"
 	$(RELEASE_FLAGS) cargo build --release --target wasm32-unknown-unknown
 	$(call package,pkg,$(WASM))
@@ -93,7 +106,7 @@ FAULTS_WASM := target/faults/wasm32-unknown-unknown/release/harness_guard.wasm
 FAULTS_INSTALLED := $(RIG)/node_modules/harness-guard-faults/package.json
 NEXT_FAULTS_INSTALLED := $(NEXT)/node_modules/harness-guard-faults/package.json
 pkg-faults: pkg-faults/package.json
-pkg-faults/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN)
+pkg-faults/package.json: $(SOURCES) | .wasm-target $(WASM_BINDGEN) $(ESBUILD)
 	@echo "== building the fault-injection wasm"
 	$(RELEASE_FLAGS) cargo build --release --target wasm32-unknown-unknown --features fault-injection --target-dir target/faults
 	$(call package,pkg-faults,$(FAULTS_WASM))
