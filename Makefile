@@ -74,7 +74,8 @@ endef
 # (`initSync`), and after a fault the guard recovers on a fresh instance of it.
 # The glue and the boundary's modules (src/interop/*.js, which wasm-bindgen copies
 # under snippets/) are then joined into one module, harness_guard.js: importing
-# the package loads one file where it loaded eleven (`make bench`, §5).
+# the package loads it as one file where it loaded eleven (13.47 ms against 9.36 ms
+# for the whole package in `make bench`, §5; BENCHMARKS.md's history).
 define package
 	rm -rf $(1) && mkdir -p $(1)
 	$(WASM_BINDGEN) $(2) --target web --experimental-reset-state-function --out-dir $(1) --out-name harness_guard \
