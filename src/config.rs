@@ -6,7 +6,7 @@
 //! all refused with the field's dotted path, the value and the allowed range.
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::ser::{Serialize, Serializer};
 use serde::{Deserialize, Deserializer};
 
 use crate::error::Error;
@@ -232,15 +232,11 @@ pub struct InspectConfig {
     pub refusal_grace_ms: u32,
 }
 
-impl Serialize for InspectConfig {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("enabled", &self.enabled)?;
-        map.serialize_entry("deadlineMs", &self.deadline_ms)?;
-        map.serialize_entry("refusalGraceMs", &self.refusal_grace_ms)?;
-        map.end()
-    }
-}
+serialize_as_map!(InspectConfig |v| {
+    "enabled" => &v.enabled,
+    "deadlineMs" => &v.deadline_ms,
+    "refusalGraceMs" => &v.refusal_grace_ms,
+});
 
 impl InspectConfig {
     /// The defaults for a given deadline: the grace is `min(1000, deadline)`.
@@ -275,15 +271,11 @@ pub struct InboxConfig {
     pub preview_chars: u32,
 }
 
-impl Serialize for InboxConfig {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("enabled", &self.enabled)?;
-        map.serialize_entry("mode", &self.mode)?;
-        map.serialize_entry("previewChars", &self.preview_chars)?;
-        map.end()
-    }
-}
+serialize_as_map!(InboxConfig |v| {
+    "enabled" => &v.enabled,
+    "mode" => &v.mode,
+    "previewChars" => &v.preview_chars,
+});
 
 impl Default for InboxConfig {
     fn default() -> Self {
@@ -304,14 +296,10 @@ pub struct Config {
     pub inbox: InboxConfig,
 }
 
-impl Serialize for Config {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("inspect", &self.inspect)?;
-        map.serialize_entry("inbox", &self.inbox)?;
-        map.end()
-    }
-}
+serialize_as_map!(Config |v| {
+    "inspect" => &v.inspect,
+    "inbox" => &v.inbox,
+});
 
 /// Parse and validate the plugin config.
 pub fn parse(raw: &Raw) -> Result<Config, Error> {

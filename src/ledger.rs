@@ -95,10 +95,8 @@ pub struct InspectReport {
     pub reason: Option<String>,
 }
 
-// The records, counts, status and config serialize as maps of their fields,
-// by hand: a derived `Serialize` takes serde's struct path, which
-// serde-wasm-bindgen serves through a cache of field names (a `HashMap`, with
-// hashbrown's code) that cost the `.wasm` more than these impls do.
+// Serialized as maps of their fields (see `serialize_as_map!` in lib.rs); a
+// report's `reason` is left out when absent.
 impl Serialize for InspectReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
@@ -129,16 +127,12 @@ pub struct InspectCounts {
     pub disposed: u64,
 }
 
-impl Serialize for InspectCounts {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("deadline", &self.deadline)?;
-        map.serialize_entry("refused", &self.refused)?;
-        map.serialize_entry("unboundAgent", &self.unbound_agent)?;
-        map.serialize_entry("disposed", &self.disposed)?;
-        map.end()
-    }
-}
+serialize_as_map!(InspectCounts |v| {
+    "deadline" => &v.deadline,
+    "refused" => &v.refused,
+    "unboundAgent" => &v.unbound_agent,
+    "disposed" => &v.disposed,
+});
 
 impl Record for InspectReport {
     type Counts = InspectCounts;
@@ -184,22 +178,18 @@ pub struct Violation {
     pub repeat: bool,
 }
 
-impl Serialize for Violation {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("at", &self.at)?;
-        map.serialize_entry("origin", self.origin)?;
-        map.serialize_entry("sessionId", &self.session_id)?;
-        map.serialize_entry("seq", &self.seq)?;
-        map.serialize_entry("target", &self.target)?;
-        map.serialize_entry("index", &self.index)?;
-        map.serialize_entry("valueKind", self.value_kind)?;
-        map.serialize_entry("preview", &self.preview)?;
-        map.serialize_entry("action", self.action)?;
-        map.serialize_entry("valueId", &self.value_id)?;
-        map.end()
-    }
-}
+serialize_as_map!(Violation |v| {
+    "at" => &v.at,
+    "origin" => v.origin,
+    "sessionId" => &v.session_id,
+    "seq" => &v.seq,
+    "target" => &v.target,
+    "index" => &v.index,
+    "valueKind" => v.value_kind,
+    "preview" => &v.preview,
+    "action" => v.action,
+    "valueId" => &v.value_id,
+});
 
 /// Counters of inbox violations by action.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -212,15 +202,11 @@ pub struct InboxCounts {
     pub observed: u64,
 }
 
-impl Serialize for InboxCounts {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("repaired", &self.repaired)?;
-        map.serialize_entry("quarantined", &self.quarantined)?;
-        map.serialize_entry("observed", &self.observed)?;
-        map.end()
-    }
-}
+serialize_as_map!(InboxCounts |v| {
+    "repaired" => &v.repaired,
+    "quarantined" => &v.quarantined,
+    "observed" => &v.observed,
+});
 
 impl Record for Violation {
     type Counts = InboxCounts;

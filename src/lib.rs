@@ -22,6 +22,27 @@
 //! ```
 #![deny(missing_docs, missing_debug_implementations)]
 
+/// `impl Serialize` for a struct as a map of the entries given, in order:
+/// `serialize_as_map!(Type |v| { "key" => &v.field, … })`, each value a reference
+/// to what is written. The records, counts, status and config serialize as maps
+/// rather than through a derive: a derived `Serialize` takes serde's struct path,
+/// which serde-wasm-bindgen serves through a cache of field names (a `HashMap`, with
+/// hashbrown's code) that costs the `.wasm` more than these impls do. A struct with
+/// optional entries writes its impl out.
+macro_rules! serialize_as_map {
+    ($ty:ty |$v:ident| { $($key:literal => $value:expr),+ $(,)? }) => {
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let $v = self;
+                let mut map = serializer.serialize_map(None)?;
+                $(map.serialize_entry($key, $value)?;)+
+                map.end()
+            }
+        }
+    };
+}
+
 pub mod command;
 pub mod config;
 pub mod echo;

@@ -103,7 +103,7 @@ pub struct Status<'a> {
 }
 
 // `failed` and `lastFault` are left out when absent, `gaveUp` when false (see
-// the note on the impls in `ledger.rs`).
+// `serialize_as_map!` in lib.rs).
 impl Serialize for Status<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
@@ -134,14 +134,10 @@ pub struct LastFault {
     pub at: f64,
 }
 
-impl Serialize for LastFault {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("point", &self.point)?;
-        map.serialize_entry("at", &self.at)?;
-        map.end()
-    }
-}
+serialize_as_map!(LastFault |v| {
+    "point" => &v.point,
+    "at" => &v.at,
+});
 
 /// The inspect half in a `status` answer.
 #[derive(Debug)]
@@ -199,15 +195,11 @@ pub struct InboxStatus<'a> {
     pub counts: &'a InboxCounts,
 }
 
-impl Serialize for InboxStatus<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("installed", &self.installed)?;
-        map.serialize_entry("mode", &self.mode)?;
-        map.serialize_entry("counts", self.counts)?;
-        map.end()
-    }
-}
+serialize_as_map!(InboxStatus<'_> |v| {
+    "installed" => &v.installed,
+    "mode" => &v.mode,
+    "counts" => v.counts,
+});
 
 impl<'a> InboxStatus<'a> {
     /// The inbox half's status.
@@ -227,13 +219,9 @@ pub struct Reports<'a> {
     pub reports: Vec<&'a InspectReport>,
 }
 
-impl Serialize for Reports<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("reports", &self.reports)?;
-        map.end()
-    }
-}
+serialize_as_map!(Reports<'_> |v| {
+    "reports" => &v.reports,
+});
 
 /// The answer to `violations`.
 #[derive(Debug)]
@@ -242,13 +230,9 @@ pub struct Violations<'a> {
     pub violations: Vec<&'a Violation>,
 }
 
-impl Serialize for Violations<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("violations", &self.violations)?;
-        map.end()
-    }
-}
+serialize_as_map!(Violations<'_> |v| {
+    "violations" => &v.violations,
+});
 
 /// Text a record brings into an answer, in characters.
 pub trait Weight {
