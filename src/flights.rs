@@ -411,9 +411,145 @@ impl Flights {
     }
 }
 
+/// What the guard reads of an ended flight on the JavaScript side: its provider
+/// and method names, its request id and the agent that asked (each `None` when
+/// not a string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlightText<'a> {
+    /// The provider asked.
+    pub provider: Option<&'a str>,
+    /// The method asked.
+    pub method: Option<&'a str>,
+    /// The registry's request id.
+    pub request_id: Option<&'a str>,
+    /// The asking agent (its session).
+    pub agent_id: Option<&'a str>,
+}
+
+/// The texts of a chunk of ended flights as `flightTexts` (flights.js) packs them,
+/// so that a chunk crosses once: per flight `-` when it is gone, else four
+/// fields, each `~` when not a string or `<length>:<text>`, the length counted
+/// in UTF-16 units as JavaScript counts it. Yields one item per flight: `None`
+/// for a flight that is gone; the rest of a malformed text is all `None`.
+pub fn unpack_texts(packed: &str) -> impl Iterator<Item = Option<FlightText<'_>>> + '_ {
+    let mut rest = packed;
+    std::iter::from_fn(move || {
+        let flight = match rest.strip_prefix('-') {
+            Some(after) => {
+                rest = after;
+                None
+            }
+            None => {
+                let mut fields = [None; 4];
+                for field in &mut fields {
+                    *field = next_field(&mut rest)?;
+                }
+                let [provider, method, request_id, agent_id] = fields;
+                Some(FlightText {
+                    provider,
+                    method,
+                    request_id,
+                    agent_id,
+                })
+            }
+        };
+        Some(flight)
+    })
+}
+
+/// One packed field off the front of `rest`: `Some(None)` for `~`, `Some(Some(text))`
+/// for `<length>:<text>`, `None` when `rest` is empty or malformed. Read by
+/// bytes: a character of four UTF-8 bytes is two UTF-16 units, any other one
+/// (U+FFFD too, where JavaScript had a lone surrogate).
+fn next_field<'a>(rest: &mut &'a str) -> Option<Option<&'a str>> {
+    let bytes = rest.as_bytes();
+    if bytes.first() == Some(&b'~') {
+        *rest = rest.get(1..)?;
+        return Some(None);
+    }
+    let mut units: usize = 0;
+    let mut start = 0;
+    loop {
+        match *bytes.get(start)? {
+            b':' if start > 0 => break,
+            digit @ b'0'..=b'9' => {
+                units = units
+                    .checked_mul(10)?
+                    .checked_add(usize::from(digit - b'0'))?;
+            }
+            _ => return None,
+        }
+        start += 1;
+    }
+    start += 1;
+    let mut end = start;
+    while units > 0 {
+        let lead = *bytes.get(end)?;
+        units = units.checked_sub(if lead >= 0xF0 { 2 } else { 1 })?;
+        end += 1;
+        while bytes.get(end).is_some_and(|b| (0x80..0xC0).contains(b)) {
+            end += 1;
+        }
+    }
+    let text = rest.get(start..end)?;
+    *rest = rest.get(end..)?;
+    Some(Some(text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn texts(packed: &str) -> Vec<Option<FlightText<'_>>> {
+        unpack_texts(packed).collect()
+    }
+
+    #[test]
+    fn packed_texts_unpack_by_utf16_length() {
+        let got = texts("5:Bench4:read9:inspect-17:agent-1-~~~~");
+        assert_eq!(
+            got,
+            vec![
+                Some(FlightText {
+                    provider: Some("Bench"),
+                    method: Some("read"),
+                    request_id: Some("inspect-1"),
+                    agent_id: Some("agent-1"),
+                }),
+                None,
+                Some(FlightText {
+                    provider: None,
+                    method: None,
+                    request_id: None,
+                    agent_id: None,
+                }),
+            ]
+        );
+        // Separators and digits inside a text, an empty text, astral and BMP
+        // characters (an emoji is two UTF-16 units, four UTF-8 bytes), and
+        // U+FFFD where JavaScript had a lone surrogate.
+        let got = texts("4:1:-~0:2:😀3:é\u{fffd}~");
+        assert_eq!(
+            got,
+            vec![Some(FlightText {
+                provider: Some("1:-~"),
+                method: Some(""),
+                request_id: Some("😀"),
+                agent_id: Some("é\u{fffd}~"),
+            })]
+        );
+    }
+
+    #[test]
+    fn malformed_packed_texts_end_the_chunk() {
+        // A length past the end, a length that splits a surrogate pair, a field
+        // without its length, and a flight cut short: nothing is read past them.
+        for packed in ["9:Bench", "1:😀~~~", "Bench~~~", "5:Bench4:read"] {
+            assert_eq!(texts(packed), vec![], "{packed}");
+        }
+        assert_eq!(texts("-5:Bench"), vec![None], "what came before stays");
+        assert_eq!(texts(""), vec![]);
+    }
 
     fn query(guard: u32, deadline_ms: u32, grace_ms: u32) -> Query {
         Query {

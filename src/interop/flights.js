@@ -7,7 +7,8 @@
 // flight a key and its deadline, and `settle` learns when the registry settled
 // it first. The request's ids stay here, with the flight, by that key: only
 // numbers cross. When Rust ends flights (the deadline timer's `tick`, a
-// disposal), they are delivered here: the caller gets a coded error, and the
+// disposal), it reads what their reports need once per chunk (`flightTexts`),
+// and they are delivered here: the caller gets a coded error, and the
 // registry's pending entry is removed and settled as its own abort path does.
 //
 // The deadline timer is Rust's (timer.rs binds Node's `setTimeout`, its
@@ -169,11 +170,41 @@ export function flightOf(key) {
 }
 
 /** The flight of `key`, taken off the table; `undefined` if gone. */
-export function takeFlight(key) {
+function takeFlight(key) {
   const flight = flightOf(key)
   if (flight !== undefined) forget(flight)
   return flight
 }
+
+/**
+ * What the reports of the flights `keys` (ended by Rust, still in the table
+ * until delivered) need, packed so that a chunk of endings crosses once: per
+ * flight `-` when it is gone, else its provider, method, request id and asking
+ * agent, each `~` when not a string or `<length>:<text>` (Rust's
+ * `unpack_texts` reads it back).
+ */
+export function flightTexts(keys) {
+  let packed = ''
+  for (let i = 0; i < keys.length; i += 1) {
+    const flight = flightOf(keys[i])
+    if (flight === undefined) {
+      packed += '-'
+      continue
+    }
+    packed += field(flight.providerId) + field(flight.methodName)
+    let request
+    try {
+      request = flight.request
+      packed += field(request.requestId) + field(request.agentId)
+    } catch {
+      packed += '~~'
+    }
+  }
+  return packed
+}
+
+/** One field of `flightTexts`. */
+const field = (value) => (typeof value === 'string' ? `${value.length}:${value}` : '~')
 
 /** Off the table. */
 function forget(flight) {
@@ -283,9 +314,17 @@ function end(flight, code, message) {
   }
 }
 
-/** Perform the endings Rust decided, `[flight, code, message, …]`. */
+/**
+ * Perform the endings Rust decided: `[keys, which, endings]`, the flights' keys,
+ * which ending each gets, and the endings as `[code, message, …]`.
+ */
 export function deliver(work) {
-  for (let i = 0; i < work.length; i += 3) end(work[i], work[i + 1], work[i + 2])
+  const [keys, which, endings] = work
+  for (let i = 0; i < keys.length; i += 1) {
+    const flight = takeFlight(keys[i])
+    const at = 2 * which[i]
+    if (flight !== undefined) end(flight, endings[at], endings[at + 1])
+  }
 }
 
 // ---- the deadline timer's callback ------------------------------------------------------------

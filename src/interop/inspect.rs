@@ -18,28 +18,29 @@
 //! The request id is learned from the registry's own `cordis/inspect-query`
 //! event, which it emits synchronously inside `query` once the entry exists. It
 //! stays on the JavaScript side with the flight, which finds a flight's key by
-//! it: only numbers cross when a flight begins, settles or is refused.
+//! it: only numbers cross when a flight begins, settles or is refused. When the
+//! guard ends flights, what their reports need crosses once per chunk.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Array, Function};
+use js_sys::{Array, Float64Array, Function, Uint32Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::fault;
 use super::instance::{emit, emit_with, exclusive, shared, token, Instance, Role};
 use super::js::{
-    at, call, call_with, deliver, disposer_of, flight_of, get, get_fn, get_string, hold, length,
-    make_announcer, monotonic_now, object, open_mount, original_of, patch_query, patch_resolve,
-    raw_config, release, report_later, take_flight, text_of, to_js,
+    at, call, call_with, deliver, disposer_of, flight_of, flight_texts, get, get_fn, get_string,
+    hold, length, make_announcer, monotonic_now, object, open_mount, original_of, patch_query,
+    patch_resolve, raw_config, release, report_later, text_of, to_js,
 };
 use super::patch::PatchHandle;
 use super::timer::DeadlineTimer;
 use crate::config::{self, InspectConfig};
 use crate::echo::escape;
 use crate::error::{Error, Refusal};
-use crate::flights::{Ending, FlightKey, Flights, Query, RefusalEffect};
+use crate::flights::{unpack_texts, Ending, FlightKey, Flights, Query, RefusalEffect};
 use crate::idmap::IdMap;
 use crate::ledger::{InspectReport, Ledger};
 
@@ -499,7 +500,7 @@ pub(super) fn settle(key: f64) {
 const EXPIRY_CHUNK: usize = 128;
 
 /// The deadline timer fired: end what is due (at most a chunk) and return the work
-/// of delivering it, `[flight, code, message, …]`, which the ticker performs in
+/// of delivering it (see [`end_flights`]), which the ticker performs in
 /// JavaScript: the registry's abort path then runs with no wasm frame beneath it.
 pub(super) fn tick() -> Array {
     // The fault build's `conflict` point: the tick finds the flight table
@@ -523,17 +524,28 @@ fn expire() -> Array {
 }
 
 /// Land the guard's endings, build their errors and record their reports. Returns
-/// the rest as work for `deliver` (flights.js): `[flight, code, message, …]`.
-/// Every flight landed here is delivered, whether or not its guard is still
-/// installed (a guard disposed meanwhile, by an `onReport` say, records nothing
-/// more, but its callers still get their endings). (Kept out of line: the
-/// deadline timer and disposal both call it.)
+/// the work of delivering them for `deliver` (flights.js): `[keys, which,
+/// endings]`, a `Float64Array` of the flights' keys, a `Uint32Array` of which
+/// ending each gets, and the endings as `[code, message, …]` (a burst of endings
+/// of one query shape shares one). What the reports need of the flights crosses
+/// once for the whole chunk (`flightTexts`). Every flight landed here is
+/// delivered, whether or not its guard is still installed (a guard disposed
+/// meanwhile, by an `onReport` say, records nothing more, but its callers still
+/// get their endings). (Kept out of line: the deadline timer and disposal both
+/// call it.)
 #[inline(never)]
 fn end_flights(ended: Vec<FlightKey>) -> Array {
-    let work = Array::new();
-    // A burst of endings of one query shape shares one message string.
-    let mut last_message: Option<(String, JsValue)> = None;
-    for key in ended {
+    let asked: Vec<f64> = ended.iter().map(|key| key.to_f64()).collect();
+    let packed = if asked.is_empty() {
+        String::new()
+    } else {
+        flight_texts(&asked)
+    };
+    let mut keys = Vec::with_capacity(asked.len());
+    let mut which = Vec::with_capacity(asked.len());
+    let endings = Array::new();
+    let mut shared = SharedEnding::default();
+    for (key, text) in ended.into_iter().zip(unpack_texts(&packed)) {
         let Some((landed, sink)) = state(|s| {
             let landed = s.flights.land(key)?;
             let sink = s.sink(landed.query.guard);
@@ -542,31 +554,29 @@ fn end_flights(ended: Vec<FlightKey>) -> Array {
             // Off the table already: the registry settled it first.
             continue;
         };
-        // Taken at once: its key is gone from the table from here on.
-        let flight = take_flight(key.to_f64());
-        if flight.is_undefined() {
+        // Gone from the JavaScript side: nothing to deliver.
+        let Some(text) = text else {
             continue;
-        }
-        let (provider, method) = names(&flight);
+        };
+        let provider = text.provider.unwrap_or_default();
+        let method = text.method.unwrap_or_default();
         // Keys handed here were ended by the guard; one that was not ends as disposed.
         let ending = landed.ending.unwrap_or(Ending::Disposed);
-        let error = ending.error(&landed.query, &provider, &method);
-        let (request_id, session_id) = request_of(&flight);
-        let report = InspectReport {
-            kind: ending.kind(),
-            request_id,
-            session_id,
-            provider_id: provider,
-            method_name: method,
-            deadline_ms: landed.query.deadline_ms,
-            at: js_sys::Date::now(),
-            reason: match &ending {
-                Ending::Refused(r) => Some(escape(r.reason()).into_owned()),
-                _ => None,
-            },
-        };
-        let code = error.code();
+        let (index, code) = shared.index(&ending, &landed.query, provider, method, &endings);
         if let Some(sink) = sink {
+            let report = InspectReport {
+                kind: ending.kind(),
+                request_id: text.request_id.unwrap_or_default().to_owned(),
+                session_id: text.agent_id.map(str::to_owned),
+                provider_id: provider.to_owned(),
+                method_name: method.to_owned(),
+                deadline_ms: landed.query.deadline_ms,
+                at: js_sys::Date::now(),
+                reason: match &ending {
+                    Ending::Refused(r) => Some(escape(r.reason()).into_owned()),
+                    _ => None,
+                },
+            };
             sink.report(report, &|report| {
                 let why = match &ending {
                     Ending::Deadline => format!("no page answered within {}ms", report.deadline_ms),
@@ -582,20 +592,63 @@ fn end_flights(ended: Vec<FlightKey>) -> Array {
                 )
             });
         }
-        let text = error.to_string();
-        let message = match &last_message {
-            Some((previous, js)) if *previous == text => js.clone(),
-            _ => {
-                let js = JsValue::from_str(&text);
-                last_message = Some((text, js.clone()));
-                js
-            }
-        };
-        work.push(&flight);
-        work.push(&JsValue::from_str(code));
-        work.push(&message);
+        keys.push(key.to_f64());
+        which.push(index);
     }
-    work
+    Array::of3(
+        &Float64Array::from(&keys[..]),
+        &Uint32Array::from(&which[..]),
+        &endings,
+    )
+}
+
+/// The endings of one chunk, `[code, message, …]` in `endings`: consecutive
+/// endings of the same kind, deadline and names share the last one made (a
+/// refusal, which carries the page's words, always gets its own).
+#[derive(Default)]
+struct SharedEnding<'a> {
+    /// The last ending made: its kind, deadline and names, its index and code.
+    last: Option<(&'static str, u32, &'a str, &'a str, u32, &'static str)>,
+    made: u32,
+}
+
+impl<'a> SharedEnding<'a> {
+    /// The index in `endings` of the caller's error for `ending` of `provider.method`, and its code.
+    fn index(
+        &mut self,
+        ending: &Ending,
+        query: &Query,
+        provider: &'a str,
+        method: &'a str,
+        endings: &Array,
+    ) -> (u32, &'static str) {
+        let refused = matches!(ending, Ending::Refused(_));
+        if let Some((kind, deadline, p, m, index, code)) = &self.last {
+            if !refused
+                && *kind == ending.kind()
+                && *deadline == query.deadline_ms
+                && *p == provider
+                && *m == method
+            {
+                return (*index, code);
+            }
+        }
+        let error = ending.error(query, provider, method);
+        let code = error.code();
+        endings.push(&JsValue::from_str(code));
+        endings.push(&JsValue::from_str(&error.to_string()));
+        let index = self.made;
+        self.made += 1;
+        self.last = Some((
+            ending.kind(),
+            query.deadline_ms,
+            provider,
+            method,
+            index,
+            code,
+        ));
+        (index, code)
+    }
 }
 
 /// Arm the timer for the earliest due flight.

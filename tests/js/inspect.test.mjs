@@ -25,6 +25,7 @@ import {
   HOST_METHOD,
   HOST_PROVIDER,
   INVALID_DATA,
+  MANIFEST,
   METHOD,
   OUTPUT_SCHEMA,
   PATCHED,
@@ -1259,6 +1260,27 @@ describe('what the guard keeps and carries', () => {
     const kept = service.reports().map((report) => report.requestId);
     assert.equal(kept.length, 1000);
     assert.deepEqual(kept, ids.slice(5), 'the five oldest made way');
+  });
+
+  it('guarded: names, ids and sessions reach the reports and the messages of a chunk of endings as they were', async (t) => {
+    // Names holding the characters the endings' packing is made of (digits, ':',
+    // '~', '-'), an accented and an astral character (two UTF-16 units), and a
+    // lone surrogate (which reaches the guard's text as U+FFFD), due together.
+    const odd = [['7:x~-😀', '3:a~'], ['Théme-2', '0'], ['Lone\ud800', 'read']];
+    const manifest = [...MANIFEST, ...odd.map(([id, name]) => ({ id, description: 'odd', methods: [{ name, description: 'odd', inputSchema: { type: 'object' }, outputSchema: OUTPUT_SCHEMA }] }))];
+    const rig = await registryFor(t, { manifest });
+    const { service } = await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    const asked = [[PROVIDER, METHOD], ...odd, [PROVIDER, METHOD]];
+    const queries = asked.map(([provider, method]) => rig.query({ provider, method }));
+    const outcomes = await Promise.all(queries.map((q) => outcome(() => q.promise)));
+    const seen = (text) => text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+    asked.forEach(([provider, method], i) => {
+      assertGuardError(outcomes[i].error, CODES.deadline, `query ${i}`);
+      assert.equal(outcomes[i].error.message, deadlineMessage(seen(provider), seen(method), DEADLINE), `query ${i}: its own names in its message`);
+    });
+    const reports = service.reports();
+    assert.deepEqual(reports.map((r) => [r.providerId, r.methodName, r.requestId, r.sessionId]),
+      asked.map(([provider, method], i) => [seen(provider), seen(method), queries[i].requestId, rig.agent.id]));
   });
 
   it('guarded: below the bound every report is kept', async (t) => {
