@@ -288,9 +288,10 @@ const ENDED = Object.freeze({ ok: true, data: undefined })
  * End one flight: the caller gets the coded error, and the registry's pending
  * entry is removed and settled, as its own abort path removes and settles it
  * (its wait ended, which takes its listener off the caller's signal;
- * `cordis/inspect-query-resolved` emitted once), so nothing of the query stays.
+ * `cordis/inspect-query-resolved` emitted once, through `events`), so nothing
+ * of the query stays.
  */
-function end(flight, code, message) {
+function end(flight, code, message, events) {
   flight.error = coded(code, message)
   const requestId = flight.request?.requestId
   let entry
@@ -304,7 +305,7 @@ function end(flight, code, message) {
     return
   }
   try {
-    flight.registry.ctx.emit(life.K.resolvedEvent, { requestId })
+    events.resolved(flight.registry, requestId)
   } catch (error) {
     // A throwing listener of the event: reported as uncaught, as the registry's
     // own abort path (an AbortSignal listener) reports it, and never thrown here.
@@ -315,15 +316,38 @@ function end(flight, code, message) {
 }
 
 /**
+ * Emits `cordis/inspect-query-resolved` on a registry's context, for one run of
+ * endings: its `ctx` and `ctx.emit` are read once per registry in the run, not
+ * per ending (a read through cordis's context proxy makes an `Error`, stack and
+ * all, each time). A read that throws is tried again at the next ending.
+ */
+class Resolved {
+  registry = undefined
+  ctx = undefined
+  emit = undefined
+
+  resolved(registry, requestId) {
+    if (registry !== this.registry) {
+      const ctx = registry.ctx
+      this.emit = ctx.emit
+      this.ctx = ctx
+      this.registry = registry
+    }
+    this.emit.call(this.ctx, life.K.resolvedEvent, { requestId })
+  }
+}
+
+/**
  * Perform the endings Rust decided: `[keys, which, endings]`, the flights' keys,
  * which ending each gets, and the endings as `[code, message, …]`.
  */
 export function deliver(work) {
   const [keys, which, endings] = work
+  const events = new Resolved()
   for (let i = 0; i < keys.length; i += 1) {
     const flight = takeFlight(keys[i])
     const at = 2 * which[i]
-    if (flight !== undefined) end(flight, endings[at], endings[at + 1])
+    if (flight !== undefined) end(flight, endings[at], endings[at + 1], events)
   }
 }
 
@@ -362,7 +386,8 @@ life.standDown.push(() => {
   flights.length = 0
   byRequest.clear()
   announcing = undefined
-  for (const flight of failed) end(flight, life.K.failedCode, life.K.failedMessage)
+  const events = new Resolved()
+  for (const flight of failed) end(flight, life.K.failedCode, life.K.failedMessage, events)
   const [timeout, immediate] = timers
   timers = [undefined, undefined]
   if (timeout !== undefined) clearTimeout(timeout)

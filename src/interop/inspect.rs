@@ -29,7 +29,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::fault;
-use super::instance::{emit, emit_with, exclusive, shared, token, Instance, Role};
+use super::instance::{emit, emit_at, exclusive, shared, token, Instance, Role};
 use super::js::{
     at, call, call_with, deliver, disposer_of, flight_of, flight_texts, get, get_fn, get_string,
     hold, length, make_announcer, monotonic_now, object, open_mount, original_of, patch_query,
@@ -63,13 +63,14 @@ impl Sink {
     /// made only when the line is written (a burst of endings is mostly left out).
     /// `onReport` is called, like the line is logged, once the guard left wasm,
     /// after the endings were delivered (see `reportLater` in deferred.js).
-    fn report(&self, report: InspectReport, text: &dyn Fn(&InspectReport) -> String) {
+    /// `now` is the monotonic clock's reading the warn-line bound counts by.
+    fn report(&self, report: InspectReport, now: f64, text: &dyn Fn(&InspectReport) -> String) {
         if let Some(on_report) = &self.on_report {
             report_later(on_report, &to_js(&report));
         }
         if let Some(warn) = &self.warn {
             let session = report.session_id.as_deref().unwrap_or_default();
-            emit_with(warn, session, &|| text(&report));
+            emit_at(warn, session, now, &|| text(&report));
         }
         exclusive(&self.ledger, |ledger| ledger.push(report));
     }
@@ -452,7 +453,7 @@ fn report_unbound(guard: u32, request_id: Option<String>, key: Option<FlightKey>
         at: js_sys::Date::now(),
         reason: None,
     };
-    sink.report(report, &|report| {
+    sink.report(report, monotonic_now(), &|report| {
         format!(
             "refused a page answer for {} without a bound agent (it would have thrown a TypeError)",
             describe(report)
@@ -545,6 +546,12 @@ fn end_flights(ended: Vec<FlightKey>) -> Array {
     let mut which = Vec::with_capacity(asked.len());
     let endings = Array::new();
     let mut shared = SharedEnding::default();
+    // One clock for the chunk: every report of it is made at the same moment.
+    let (at, now) = if asked.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (js_sys::Date::now(), monotonic_now())
+    };
     for (key, text) in ended.into_iter().zip(unpack_texts(&packed)) {
         let Some((landed, sink)) = state(|s| {
             let landed = s.flights.land(key)?;
@@ -571,13 +578,13 @@ fn end_flights(ended: Vec<FlightKey>) -> Array {
                 provider_id: provider.to_owned(),
                 method_name: method.to_owned(),
                 deadline_ms: landed.query.deadline_ms,
-                at: js_sys::Date::now(),
+                at,
                 reason: match &ending {
                     Ending::Refused(r) => Some(escape(r.reason()).into_owned()),
                     _ => None,
                 },
             };
-            sink.report(report, &|report| {
+            sink.report(report, now, &|report| {
                 let why = match &ending {
                     Ending::Deadline => format!("no page answered within {}ms", report.deadline_ms),
                     Ending::Refused(Refusal::Page { reason, message }) => {

@@ -1283,6 +1283,23 @@ describe('what the guard keeps and carries', () => {
       asked.map(([provider, method], i) => [seen(provider), seen(method), queries[i].requestId, rig.agent.id]));
   });
 
+  it('guarded: queries of two registries due together each end in their own registry', async (t) => {
+    const first = await registryFor(t);
+    const second = await registryFor(t);
+    await first.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    await second.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    // Interleaved, so one run of endings goes from one registry to the other and back.
+    const queries = Array.from({ length: 6 }, (_, i) => [i % 2 ? second : first, (i % 2 ? second : first).query()]);
+    const outcomes = await Promise.all(queries.map(([, q]) => outcome(() => q.promise)));
+    for (const o of outcomes) assertGuardError(o.error, CODES.deadline);
+    // Each registry numbers its own requests: each heard exactly its own three, once.
+    for (const rig of [first, second]) {
+      const own = queries.filter(([r]) => r === rig).map(([, q]) => q.requestId);
+      assert.deepEqual([...rig.resolved].sort(), [...own].sort(), 'resolved in its own registry, once each');
+      assert.equal(rig.raw.pending.size, 0);
+    }
+  });
+
   it('guarded: below the bound every report is kept', async (t) => {
     const rig = await registryFor(t);
     const { service } = await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });

@@ -224,6 +224,20 @@ export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusal
     return coded('INSPECT_CLIENT_REFUSED', `Client inspect query ${name} was refused: the page's answer failed output validation against the method's outputSchema, so the registry discarded it. ${INSTEAD}`)
   }
 
+  /**
+   * `raw.ctx` and its `emit`, read once per pass that ends flights (a read through
+   * cordis's context proxy makes an `Error`, stack and all, each time); `expire`
+   * and `dispose` start each pass afresh.
+   */
+  let emitter
+  const resolved = (requestId) => {
+    if (emitter === undefined) {
+      const ctx = raw.ctx
+      emitter = [ctx, ctx.emit]
+    }
+    emitter[1].call(emitter[0], 'cordis/inspect-query-resolved', { requestId })
+  }
+
   /** End a flight: the caller's error, the registry's entry removed and settled, the event emitted. */
   const end = (flight, kind) => {
     flights.delete(flight.requestId)
@@ -234,7 +248,7 @@ export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusal
       pending.delete(flight.requestId)
       entry.settle(ENDED)
       try {
-        raw.ctx.emit('cordis/inspect-query-resolved', { requestId: flight.requestId })
+        resolved(flight.requestId)
       } catch (thrown) {
         process.nextTick(() => { throw thrown })
       }
@@ -259,6 +273,7 @@ export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusal
 
   const expire = () => {
     armedFor = Infinity
+    emitter = undefined
     const now = performance.now()
     for (const flight of refused) if (flight.due <= now) end(flight, 'refused')
     for (const flight of flights.values()) {
@@ -372,6 +387,7 @@ export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusal
     restoreQuery()
     restoreResolve()
     unlisten?.()
+    emitter = undefined
     for (const flight of [...flights.values()]) end(flight, 'disposed')
     if (timer !== undefined) clearTimeout(timer)
     timer = undefined
