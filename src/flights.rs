@@ -426,129 +426,104 @@ pub struct FlightText<'a> {
     pub agent_id: Option<&'a str>,
 }
 
-/// The texts of a chunk of ended flights as `flightTexts` (flights.js) packs them,
-/// so that a chunk crosses once: per flight `-` when it is gone, else four
-/// fields, each `~` when not a string or `<length>:<text>`, the length counted
-/// in UTF-16 units as JavaScript counts it. Yields one item per flight: `None`
-/// for a flight that is gone; the rest of a malformed text is all `None`.
-pub fn unpack_texts(packed: &str) -> impl Iterator<Item = Option<FlightText<'_>>> + '_ {
-    let mut rest = packed;
-    std::iter::from_fn(move || {
-        let flight = match rest.strip_prefix('-') {
-            Some(after) => {
-                rest = after;
-                None
-            }
-            None => {
-                let mut fields = [None; 4];
-                for field in &mut fields {
-                    *field = next_field(&mut rest)?;
-                }
-                let [provider, method, request_id, agent_id] = fields;
-                Some(FlightText {
-                    provider,
-                    method,
-                    request_id,
-                    agent_id,
-                })
-            }
-        };
-        Some(flight)
-    })
-}
+/// A field's length in [`unpack_texts`]: not a string.
+pub const NO_TEXT: i32 = -1;
+/// A flight's first length in [`unpack_texts`], left as it was made: the flight is gone.
+pub const GONE: i32 = -2;
 
-/// One packed field off the front of `rest`: `Some(None)` for `~`, `Some(Some(text))`
-/// for `<length>:<text>`, `None` when `rest` is empty or malformed. Read by
-/// bytes: a character of four UTF-8 bytes is two UTF-16 units, any other one
-/// (U+FFFD too, where JavaScript had a lone surrogate).
-fn next_field<'a>(rest: &mut &'a str) -> Option<Option<&'a str>> {
-    let bytes = rest.as_bytes();
-    if bytes.first() == Some(&b'~') {
-        *rest = rest.get(1..)?;
-        return Some(None);
-    }
-    let mut units: usize = 0;
-    let mut start = 0;
-    loop {
-        match *bytes.get(start)? {
-            b':' if start > 0 => break,
-            digit @ b'0'..=b'9' => {
-                units = units
-                    .checked_mul(10)?
-                    .checked_add(usize::from(digit - b'0'))?;
-            }
-            _ => return None,
+/// The texts of a chunk of ended flights as `flightTexts` (flights.js) hands
+/// them over, so that a chunk crosses once: the texts of every flight
+/// concatenated in `packed`, and four lengths per flight in UTF-8 bytes, in
+/// order provider, method, request id, agent ([`NO_TEXT`] for a field that is
+/// not a string; [`GONE`] first for a flight that is gone). One item per
+/// flight: `None` for one that is gone. A length that does not fit `packed`
+/// reads as no text.
+pub fn unpack_texts<'a>(
+    packed: &'a str,
+    lengths: &'a [i32],
+) -> impl Iterator<Item = Option<FlightText<'a>>> + 'a {
+    let mut offset: usize = 0;
+    lengths.chunks_exact(4).map(move |lengths| {
+        let &[provider, method, request_id, agent_id] = lengths else {
+            return None;
+        };
+        if provider == GONE {
+            return None;
         }
-        start += 1;
-    }
-    start += 1;
-    let mut end = start;
-    while units > 0 {
-        let lead = *bytes.get(end)?;
-        units = units.checked_sub(if lead >= 0xF0 { 2 } else { 1 })?;
-        end += 1;
-        while bytes.get(end).is_some_and(|b| (0x80..0xC0).contains(b)) {
-            end += 1;
-        }
-    }
-    let text = rest.get(start..end)?;
-    *rest = rest.get(end..)?;
-    Some(Some(text))
+        let mut text = |length: i32| {
+            let length = usize::try_from(length).ok()?;
+            let text = packed.get(offset..offset.checked_add(length)?)?;
+            offset += length;
+            Some(text)
+        };
+        Some(FlightText {
+            provider: text(provider),
+            method: text(method),
+            request_id: text(request_id),
+            agent_id: text(agent_id),
+        })
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn texts(packed: &str) -> Vec<Option<FlightText<'_>>> {
-        unpack_texts(packed).collect()
+    fn texts<'a>(packed: &'a str, lengths: &'a [i32]) -> Vec<Option<FlightText<'a>>> {
+        unpack_texts(packed, lengths).collect()
+    }
+
+    fn text<'a>(
+        provider: Option<&'a str>,
+        method: Option<&'a str>,
+        request_id: Option<&'a str>,
+        agent_id: Option<&'a str>,
+    ) -> Option<FlightText<'a>> {
+        Some(FlightText {
+            provider,
+            method,
+            request_id,
+            agent_id,
+        })
     }
 
     #[test]
-    fn packed_texts_unpack_by_utf16_length() {
-        let got = texts("5:Bench4:read9:inspect-17:agent-1-~~~~");
-        assert_eq!(
-            got,
-            vec![
-                Some(FlightText {
-                    provider: Some("Bench"),
-                    method: Some("read"),
-                    request_id: Some("inspect-1"),
-                    agent_id: Some("agent-1"),
-                }),
-                None,
-                Some(FlightText {
-                    provider: None,
-                    method: None,
-                    request_id: None,
-                    agent_id: None,
-                }),
-            ]
+    fn texts_unpack_by_utf8_length() {
+        let got = texts(
+            "Benchreadinspect-1agent-1",
+            &[
+                5, 4, 9, 7, GONE, 0, 0, 0, NO_TEXT, NO_TEXT, NO_TEXT, NO_TEXT,
+            ],
         );
-        // Separators and digits inside a text, an empty text, astral and BMP
-        // characters (an emoji is two UTF-16 units, four UTF-8 bytes), and
-        // U+FFFD where JavaScript had a lone surrogate.
-        let got = texts("4:1:-~0:2:😀3:é\u{fffd}~");
+        let bench = text(
+            Some("Bench"),
+            Some("read"),
+            Some("inspect-1"),
+            Some("agent-1"),
+        );
+        assert_eq!(got, vec![bench, None, text(None, None, None, None)]);
+        // An empty text, a four-byte and a two-byte character, and U+FFFD
+        // (three bytes) where JavaScript had a lone surrogate.
+        let got = texts("😀é\u{fffd}x", &[0, 4, 5, 1]);
         assert_eq!(
             got,
-            vec![Some(FlightText {
-                provider: Some("1:-~"),
-                method: Some(""),
-                request_id: Some("😀"),
-                agent_id: Some("é\u{fffd}~"),
-            })]
+            vec![text(Some(""), Some("😀"), Some("é\u{fffd}"), Some("x"))]
         );
     }
 
     #[test]
-    fn malformed_packed_texts_end_the_chunk() {
-        // A length past the end, a length that splits a surrogate pair, a field
-        // without its length, and a flight cut short: nothing is read past them.
-        for packed in ["9:Bench", "1:😀~~~", "Bench~~~", "5:Bench4:read"] {
-            assert_eq!(texts(packed), vec![], "{packed}");
-        }
-        assert_eq!(texts("-5:Bench"), vec![None], "what came before stays");
-        assert_eq!(texts(""), vec![]);
+    fn lengths_that_do_not_fit_read_as_no_text() {
+        // Past the end, splitting a character, a length short of four: none panics.
+        assert_eq!(
+            texts("ab", &[3, 2, NO_TEXT, NO_TEXT]),
+            vec![text(None, Some("ab"), None, None)]
+        );
+        assert_eq!(
+            texts("😀", &[2, 4, NO_TEXT, -7]),
+            vec![text(None, Some("😀"), None, None)]
+        );
+        assert_eq!(texts("ab", &[2, 1]), vec![]);
+        assert_eq!(texts("", &[]), vec![]);
     }
 
     fn query(guard: u32, deadline_ms: u32, grace_ms: u32) -> Query {

@@ -178,33 +178,38 @@ function takeFlight(key) {
 
 /**
  * What the reports of the flights `keys` (ended by Rust, still in the table
- * until delivered) need, packed so that a chunk of endings crosses once: per
- * flight `-` when it is gone, else its provider, method, request id and asking
- * agent, each `~` when not a string or `<length>:<text>` (Rust's
- * `unpack_texts` reads it back).
+ * until delivered) need, handed over so that a chunk of endings crosses once:
+ * each flight's provider, method, request id and asking agent, concatenated,
+ * with their lengths in UTF-8 bytes (as the texts reach wasm) written into
+ * `lengths`, four per flight (a view of Rust's memory), -1 for a field that
+ * is not a string. A flight that is gone keeps the lengths Rust made.
  */
-export function flightTexts(keys) {
+export function flightTexts(keys, lengths) {
   let packed = ''
   for (let i = 0; i < keys.length; i += 1) {
     const flight = flightOf(keys[i])
-    if (flight === undefined) {
-      packed += '-'
-      continue
-    }
-    packed += field(flight.providerId) + field(flight.methodName)
-    let request
+    if (flight === undefined) continue
+    let requestId
+    let agentId
     try {
-      request = flight.request
-      packed += field(request.requestId) + field(request.agentId)
-    } catch {
-      packed += '~~'
-    }
+      ;({ requestId, agentId } = flight.request)
+    } catch {}
+    const at = 4 * i
+    packed += text(lengths, at, flight.providerId) + text(lengths, at + 1, flight.methodName)
+      + text(lengths, at + 2, requestId) + text(lengths, at + 3, agentId)
   }
   return packed
 }
 
-/** One field of `flightTexts`. */
-const field = (value) => (typeof value === 'string' ? `${value.length}:${value}` : '~')
+/** One field of `flightTexts`: its text, its length written at `lengths[at]`. */
+function text(lengths, at, value) {
+  if (typeof value !== 'string') {
+    lengths[at] = -1
+    return ''
+  }
+  lengths[at] = Buffer.byteLength(value)
+  return value
+}
 
 /** Off the table. */
 function forget(flight) {
@@ -337,17 +342,12 @@ class Resolved {
   }
 }
 
-/**
- * Perform the endings Rust decided: `[keys, which, endings]`, the flights' keys,
- * which ending each gets, and the endings as `[code, message, …]`.
- */
+/** Perform the endings Rust decided, `[key, code, message, …]`. */
 export function deliver(work) {
-  const [keys, which, endings] = work
   const events = new Resolved()
-  for (let i = 0; i < keys.length; i += 1) {
-    const flight = takeFlight(keys[i])
-    const at = 2 * which[i]
-    if (flight !== undefined) end(flight, endings[at], endings[at + 1], events)
+  for (let i = 0; i < work.length; i += 3) {
+    const flight = takeFlight(work[i])
+    if (flight !== undefined) end(flight, work[i + 1], work[i + 2], events)
   }
 }
 

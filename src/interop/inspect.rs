@@ -24,7 +24,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Array, Float64Array, Function, Uint32Array};
+use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -40,7 +40,7 @@ use super::timer::DeadlineTimer;
 use crate::config::{self, InspectConfig};
 use crate::echo::escape;
 use crate::error::{Error, Refusal};
-use crate::flights::{unpack_texts, Ending, FlightKey, Flights, Query, RefusalEffect};
+use crate::flights::{unpack_texts, Ending, FlightKey, Flights, Query, RefusalEffect, GONE};
 use crate::idmap::IdMap;
 use crate::ledger::{InspectReport, Ledger};
 
@@ -525,34 +525,29 @@ fn expire() -> Array {
 }
 
 /// Land the guard's endings, build their errors and record their reports. Returns
-/// the work of delivering them for `deliver` (flights.js): `[keys, which,
-/// endings]`, a `Float64Array` of the flights' keys, a `Uint32Array` of which
-/// ending each gets, and the endings as `[code, message, …]` (a burst of endings
-/// of one query shape shares one). What the reports need of the flights crosses
-/// once for the whole chunk (`flightTexts`). Every flight landed here is
+/// the work of delivering them for `deliver` (flights.js): `[key, code, message,
+/// …]` (a burst of endings of one query shape shares one code and one message
+/// string). What the reports need of the flights crosses once for the whole
+/// chunk (`flightTexts`, read by `unpack_texts`). Every flight landed here is
 /// delivered, whether or not its guard is still installed (a guard disposed
 /// meanwhile, by an `onReport` say, records nothing more, but its callers still
 /// get their endings). (Kept out of line: the deadline timer and disposal both
 /// call it.)
 #[inline(never)]
 fn end_flights(ended: Vec<FlightKey>) -> Array {
-    let asked: Vec<f64> = ended.iter().map(|key| key.to_f64()).collect();
-    let packed = if asked.is_empty() {
+    let keys: Vec<f64> = ended.iter().map(|key| key.to_f64()).collect();
+    let mut lengths = vec![GONE; 4 * keys.len()];
+    let packed = if keys.is_empty() {
         String::new()
     } else {
-        flight_texts(&asked)
+        flight_texts(&keys, &mut lengths)
     };
-    let mut keys = Vec::with_capacity(asked.len());
-    let mut which = Vec::with_capacity(asked.len());
-    let endings = Array::new();
-    let mut shared = SharedEnding::default();
+    let work = Array::new();
+    // A burst of endings of one query shape shares one: the last one made.
+    let mut last: Option<(String, JsValue, JsValue)> = None;
     // One clock for the chunk: every report of it is made at the same moment.
-    let (at, now) = if asked.is_empty() {
-        (0.0, 0.0)
-    } else {
-        (js_sys::Date::now(), monotonic_now())
-    };
-    for (key, text) in ended.into_iter().zip(unpack_texts(&packed)) {
+    let (at, now) = (js_sys::Date::now(), monotonic_now());
+    for (key, text) in ended.into_iter().zip(unpack_texts(&packed, &lengths)) {
         let Some((landed, sink)) = state(|s| {
             let landed = s.flights.land(key)?;
             let sink = s.sink(landed.query.guard);
@@ -569,7 +564,19 @@ fn end_flights(ended: Vec<FlightKey>) -> Array {
         let method = text.method.unwrap_or_default();
         // Keys handed here were ended by the guard; one that was not ends as disposed.
         let ending = landed.ending.unwrap_or(Ending::Disposed);
-        let (index, code) = shared.index(&ending, &landed.query, provider, method, &endings);
+        let error = ending.error(&landed.query, provider, method);
+        let code = error.code();
+        let message = error.to_string();
+        let (code_js, message_js) = match &last {
+            Some((previous, code_js, message_js)) if *previous == message => {
+                (code_js.clone(), message_js.clone())
+            }
+            _ => {
+                let made = (JsValue::from_str(code), JsValue::from_str(&message));
+                last = Some((message, made.0.clone(), made.1.clone()));
+                made
+            }
+        };
         if let Some(sink) = sink {
             let report = InspectReport {
                 kind: ending.kind(),
@@ -599,63 +606,11 @@ fn end_flights(ended: Vec<FlightKey>) -> Array {
                 )
             });
         }
-        keys.push(key.to_f64());
-        which.push(index);
+        work.push(&JsValue::from(key.to_f64()));
+        work.push(&code_js);
+        work.push(&message_js);
     }
-    Array::of3(
-        &Float64Array::from(&keys[..]),
-        &Uint32Array::from(&which[..]),
-        &endings,
-    )
-}
-
-/// The endings of one chunk, `[code, message, …]` in `endings`: consecutive
-/// endings of the same kind, deadline and names share the last one made (a
-/// refusal, which carries the page's words, always gets its own).
-#[derive(Default)]
-struct SharedEnding<'a> {
-    /// The last ending made: its kind, deadline and names, its index and code.
-    last: Option<(&'static str, u32, &'a str, &'a str, u32, &'static str)>,
-    made: u32,
-}
-
-impl<'a> SharedEnding<'a> {
-    /// The index in `endings` of the caller's error for `ending` of `provider.method`, and its code.
-    fn index(
-        &mut self,
-        ending: &Ending,
-        query: &Query,
-        provider: &'a str,
-        method: &'a str,
-        endings: &Array,
-    ) -> (u32, &'static str) {
-        let refused = matches!(ending, Ending::Refused(_));
-        if let Some((kind, deadline, p, m, index, code)) = &self.last {
-            if !refused
-                && *kind == ending.kind()
-                && *deadline == query.deadline_ms
-                && *p == provider
-                && *m == method
-            {
-                return (*index, code);
-            }
-        }
-        let error = ending.error(query, provider, method);
-        let code = error.code();
-        endings.push(&JsValue::from_str(code));
-        endings.push(&JsValue::from_str(&error.to_string()));
-        let index = self.made;
-        self.made += 1;
-        self.last = Some((
-            ending.kind(),
-            query.deadline_ms,
-            provider,
-            method,
-            index,
-            code,
-        ));
-        (index, code)
-    }
+    work
 }
 
 /// Arm the timer for the earliest due flight.

@@ -81,9 +81,10 @@ extern "C" {
     pub(super) fn make_announcer() -> Function;
     #[wasm_bindgen(js_name = flightOf)]
     pub(super) fn flight_of(key: f64) -> JsValue;
-    /// What the reports of ended flights need, for a chunk at once (see `unpack_texts`).
+    /// What the reports of ended flights need, for a chunk at once: their texts,
+    /// and their lengths written into `lengths` (see `unpack_texts`).
     #[wasm_bindgen(js_name = flightTexts)]
-    pub(super) fn flight_texts(keys: &[f64]) -> String;
+    pub(super) fn flight_texts(keys: &[f64], lengths: &mut [i32]) -> String;
     pub(super) fn deliver(work: &Array);
 }
 
