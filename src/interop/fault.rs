@@ -42,6 +42,10 @@ pub(super) enum Point {
     /// table already borrowed, as a re-entrant call would (a broken invariant).
     #[cfg(feature = "fault-injection")]
     Conflict,
+    /// Fault-injection builds only: a trap in a tick's endings, after a flight
+    /// was landed and before its ending was delivered.
+    #[cfg(feature = "fault-injection")]
+    Ending,
 }
 
 impl Point {
@@ -62,6 +66,8 @@ impl Point {
             Point::Recover => "recover",
             #[cfg(feature = "fault-injection")]
             Point::Conflict => "conflict",
+            #[cfg(feature = "fault-injection")]
+            Point::Ending => "ending",
         }
     }
 }
@@ -124,7 +130,7 @@ pub(super) fn broken() -> ! {
 /// Arm a trap for the next entry at the point named `name`.
 #[cfg(feature = "fault-injection")]
 pub fn inject(name: &str) -> Result<(), crate::error::Error> {
-    const POINTS: [Point; 13] = [
+    const POINTS: [Point; 14] = [
         Point::Claim,
         Point::PreStep,
         Point::Created,
@@ -138,6 +144,7 @@ pub fn inject(name: &str) -> Result<(), crate::error::Error> {
         Point::Service,
         Point::Recover,
         Point::Conflict,
+        Point::Ending,
     ];
     let point =
         POINTS
@@ -148,7 +155,7 @@ pub fn inject(name: &str) -> Result<(), crate::error::Error> {
                 value: format!("\"{name}\""),
                 expected:
                     "one of claim, preStep, created, sessionEvent, begin, settle, tick, resolve, \
-                       apply, effect, service, recover, conflict",
+                       apply, effect, service, recover, conflict, ending",
             })?;
     armed::arm(point);
     Ok(())

@@ -560,6 +560,10 @@ fn end_flights(ended: Vec<FlightKey>) -> Array {
         let Some(text) = text else {
             continue;
         };
+        // The fault build's `ending` point: a trap with the flight landed here and
+        // not yet delivered (it stays in the JavaScript table, which a fault ends).
+        #[cfg(feature = "fault-injection")]
+        fault::check(fault::Point::Ending);
         let provider = text.provider.unwrap_or_default();
         let method = text.method.unwrap_or_default();
         // Keys handed here were ended by the guard; one that was not ends as disposed.

@@ -393,7 +393,7 @@ describe('a trap in apply', () => {
 // the control arm without any guard shows neither happens on its own.
 
 const NESTED = fileURLToPath(new URL('./fixtures/nested-fault-case.mjs', import.meta.url))
-const NESTED_POINTS = ['effect', 'recover', 'service', 'conflict']
+const NESTED_POINTS = ['effect', 'recover', 'service', 'conflict', 'ending']
 
 /** The nested case of `point` on `build`: its result, once it ran to its end. */
 function nested(point, build) {
@@ -508,6 +508,21 @@ describe('faults below the top level', () => {
     assertGuardedAgain(r, 'after the recovery')
     assert.equal(r.secondHungAfter.error?.code, DEADLINE, 'the programmatic install is guarding again too')
     assert.equal(r.secondPendingAtEnd, 0)
+    assert.equal(r.status.recoveries, 1)
+  })
+
+  test('a trap in the endings of a tick, with a query landed and not yet delivered: that query still ends, with the guard\'s failure, and the guard recovers', async () => {
+    const r = await nested('ending', 'faults')
+    assertClean(r)
+    assert.equal(r.waiting.end, 'settled', 'the landed query is not left waiting')
+    assert.equal(r.waiting.error?.code, FAILED, 'it ends as every query does when the guard stands down')
+    assert.equal(r.waiting.pendingInRegistry, false, 'its pending entry is removed')
+    assert.ok(Math.abs(r.waiting.afterFaultMs) < 1000, `ended ${r.waiting.afterFaultMs} ms from its deadline, where the trap was`)
+    assert.equal(r.faultLines.length, 1, JSON.stringify(r.faultLines))
+    assert.ok(r.faultLines[0].text.includes('(in tick: RuntimeError: unreachable)'), r.faultLines[0].text)
+    assert.equal(r.recovered, true)
+    assertGuardedAgain(r, 'after the recovery')
+    assert.equal(r.pendingAtEnd, 0)
     assert.equal(r.status.recoveries, 1)
   })
 
