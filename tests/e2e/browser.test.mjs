@@ -78,7 +78,9 @@ for (const guard of [true, false]) {
         assertFixtureMatches(published)
         await api.prompt(sessionId, READ)
         const answered = await model.waitFor(stepRequest(READ, 1), 20_000)
-        const [answer] = first.answers()
+        // The tab's requests reach this process as browser events, which can come
+        // after the model's next request: wait for the answer to be recorded.
+        const [answer] = await waitUntil(() => first.answers().length > 0 && first.answers(), { ms: 10_000, every: 20, what: "the page's answer to be recorded" })
         assert.equal(answer?.resolution?.ok, true, 'the page answered the query itself')
         assert.equal(toolText(answered), rendered(answer.resolution.data), 'the model got what the page answered')
         seen[guard] = toolText(answered)
