@@ -163,8 +163,8 @@ class Flight {
   }
 }
 
-/** The flight of `key` while it is in the table (for its names). */
-export function flightOf(key) {
+/** The flight of `key` while it is in the table. */
+function flightOf(key) {
   const flight = flights[key % SLOTS]
   return flight !== undefined && flight.key === key ? flight : undefined
 }

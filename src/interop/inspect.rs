@@ -31,9 +31,9 @@ use wasm_bindgen::JsCast;
 use super::fault;
 use super::instance::{emit, emit_at, exclusive, shared, token, Instance, Role};
 use super::js::{
-    at, call, call_with, deliver, disposer_of, flight_of, flight_texts, get, get_fn, get_string,
-    hold, length, make_announcer, monotonic_now, object, open_mount, original_of, patch_query,
-    patch_resolve, raw_config, release, report_later, text_of, to_js,
+    at, call, call_with, deliver, disposer_of, flight_texts, get, get_fn, get_string, hold, length,
+    make_announcer, monotonic_now, object, open_mount, original_of, patch_query, patch_resolve,
+    raw_config, release, report_later, text_of, to_js,
 };
 use super::patch::PatchHandle;
 use super::timer::DeadlineTimer;
@@ -121,23 +121,20 @@ impl State {
     }
 }
 
-/// The provider and method names of a flight's JavaScript half (`""` for a name that is not a string).
-fn names(flight: &JsValue) -> (String, String) {
-    let name = |field| get_string(flight, field).unwrap_or_default();
-    (name("providerId"), name("methodName"))
-}
-
-/// The names of a flight still waiting.
-fn names_of(key: FlightKey) -> (String, String) {
-    names(&flight_of(key.to_f64()))
-}
-
-/// A flight's request id and asking agent, as the registry announced them.
-fn request_of(flight: &JsValue) -> (String, Option<String>) {
-    let request = get(flight, "request").unwrap_or(JsValue::UNDEFINED);
+/// What the reports of a flight still waiting need of its JavaScript half, read
+/// as a chunk of endings reads them (`flightTexts`): its provider and method
+/// (`""` for a name that is not a string) and the agent that asked; all empty
+/// when the flight is gone.
+fn texts_of(key: FlightKey) -> (String, String, Option<String>) {
+    let mut lengths = [GONE; 4];
+    let packed = flight_texts(&[key.to_f64()], &mut lengths);
+    let Some(Some(text)) = unpack_texts(&packed, &lengths).next() else {
+        return Default::default();
+    };
     (
-        get_string(&request, "requestId").unwrap_or_default(),
-        get_string(&request, "agentId"),
+        text.provider.unwrap_or_default().to_owned(),
+        text.method.unwrap_or_default().to_owned(),
+        text.agent_id.map(str::to_owned),
     )
 }
 
@@ -397,7 +394,7 @@ fn explain_invalid_output(key: FlightKey, resolution: &JsValue) -> Option<String
         let g = state.guards.get(query.guard)?;
         Some((g.sink.validate.clone()?, g.registry.clone()))
     })?;
-    let (provider, method) = names_of(key);
+    let (provider, method, _) = texts_of(key);
     let schema = output_schema(&registry, &provider, &method)?;
     let data = get(resolution, "data").unwrap_or(JsValue::UNDEFINED);
     let violations = call_with(
@@ -440,9 +437,7 @@ fn report_unbound(guard: u32, request_id: Option<String>, key: Option<FlightKey>
     let Some((sink, deadline_ms, waiting)) = found else {
         return;
     };
-    let flight = waiting.map(|k| flight_of(k.to_f64()));
-    let (provider_id, method_name) = flight.as_ref().map(names).unwrap_or_default();
-    let session_id = flight.as_ref().and_then(|f| request_of(f).1);
+    let (provider_id, method_name, session_id) = waiting.map(texts_of).unwrap_or_default();
     let report = InspectReport {
         kind: "unbound-agent",
         request_id: request_id.unwrap_or_default(),
@@ -535,19 +530,22 @@ fn expire() -> Array {
 /// call it.)
 #[inline(never)]
 fn end_flights(ended: Vec<FlightKey>) -> Array {
+    let work = Array::new();
+    if ended.is_empty() {
+        return work;
+    }
     let keys: Vec<f64> = ended.iter().map(|key| key.to_f64()).collect();
     let mut lengths = vec![GONE; 4 * keys.len()];
-    let packed = if keys.is_empty() {
-        String::new()
-    } else {
-        flight_texts(&keys, &mut lengths)
-    };
-    let work = Array::new();
+    let packed = flight_texts(&keys, &mut lengths);
     // A burst of endings of one query shape shares one: the last one made.
     let mut last: Option<(String, JsValue, JsValue)> = None;
     // One clock for the chunk: every report of it is made at the same moment.
     let (at, now) = (js_sys::Date::now(), monotonic_now());
-    for (key, text) in ended.into_iter().zip(unpack_texts(&packed, &lengths)) {
+    for ((key, &number), text) in ended
+        .into_iter()
+        .zip(&keys)
+        .zip(unpack_texts(&packed, &lengths))
+    {
         let Some((landed, sink)) = state(|s| {
             let landed = s.flights.land(key)?;
             let sink = s.sink(landed.query.guard);
@@ -610,7 +608,7 @@ fn end_flights(ended: Vec<FlightKey>) -> Array {
                 )
             });
         }
-        work.push(&JsValue::from(key.to_f64()));
+        work.push(&JsValue::from(number));
         work.push(&code_js);
         work.push(&message_js);
     }

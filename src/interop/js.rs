@@ -79,8 +79,6 @@ extern "C" {
     ) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = makeAnnouncer)]
     pub(super) fn make_announcer() -> Function;
-    #[wasm_bindgen(js_name = flightOf)]
-    pub(super) fn flight_of(key: f64) -> JsValue;
     /// What the reports of ended flights need, for a chunk at once: their texts,
     /// and their lengths written into `lengths` (see `unpack_texts`).
     #[wasm_bindgen(js_name = flightTexts)]
