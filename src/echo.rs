@@ -104,25 +104,27 @@ pub fn escape(text: &str) -> Cow<'_, str> {
 ///
 /// ```
 /// use harness_guard::echo::preview;
-/// assert_eq!(preview("a\u{1b}b", false, 7), "a\\u001b…");
-/// assert_eq!(preview("a\u{1b}b", false, 6), "a…");
-/// assert_eq!(preview("abc", true, 80), "abc…");
+/// assert_eq!(preview("a\u{1b}b".into(), false, 7), "a\\u001b…");
+/// assert_eq!(preview("a\u{1b}b".into(), false, 6), "a…");
+/// assert_eq!(preview("abc".into(), true, 80), "abc…");
 /// ```
-pub fn preview(head: &str, longer: bool, limit: u32) -> String {
+pub fn preview(mut head: String, longer: bool, limit: u32) -> String {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     // Printable ASCII, most previews: one unit a byte and nothing to escape,
-    // so the cut is a slice (char by char below, it was most of a bad claim's cost).
+    // so the cut is a truncation of the head's own buffer (char by char below,
+    // it was most of a bad claim's cost).
     if head.bytes().all(|b| (0x20..0x7f).contains(&b)) {
         let cut = head.len() > limit;
-        let kept = head.get(..head.len().min(limit)).unwrap_or_default();
-        let mut out = String::with_capacity(kept.len() + 3);
-        out.push_str(kept);
-        if cut || longer {
-            out.push('…');
+        // One byte a char here: `pop` cuts where `truncate` would, with no panic path.
+        while head.len() > limit {
+            head.pop();
         }
-        return out;
+        if cut || longer {
+            head.push('…');
+        }
+        return head;
     }
-    escaped_preview(head, longer, limit)
+    escaped_preview(&head, longer, limit)
 }
 
 /// [`preview`] char by char: the general case, and the reference of its
@@ -156,7 +158,7 @@ mod tests {
                 for longer in [false, true] {
                     let limit_units = usize::try_from(limit).unwrap_or(usize::MAX);
                     assert_eq!(
-                        preview(head, longer, limit),
+                        preview(head.to_owned(), longer, limit),
                         escaped_preview(head, longer, limit_units),
                         "{len} chars, limit {limit}, longer {longer}"
                     );
@@ -244,68 +246,78 @@ mod tests {
 
     #[test]
     fn a_short_clean_head_is_kept_whole() {
-        assert_eq!(preview("", false, 80), "");
-        assert_eq!(preview("abc", false, 80), "abc");
-        assert_eq!(preview("abc", false, 3), "abc");
+        assert_eq!(preview("".into(), false, 80), "");
+        assert_eq!(preview("abc".into(), false, 80), "abc");
+        assert_eq!(preview("abc".into(), false, 3), "abc");
     }
 
     #[test]
     fn an_ellipsis_marks_a_cut_or_a_longer_rendering() {
-        assert_eq!(preview("abcd", false, 3), "abc…");
-        assert_eq!(preview("abc", true, 3), "abc…");
-        assert_eq!(preview("abcd", true, 3), "abc…");
-        assert_eq!(preview("", true, 3), "…");
+        assert_eq!(preview("abcd".into(), false, 3), "abc…");
+        assert_eq!(preview("abc".into(), true, 3), "abc…");
+        assert_eq!(preview("abcd".into(), true, 3), "abc…");
+        assert_eq!(preview("".into(), true, 3), "…");
     }
 
     #[test]
     fn the_limit_counts_escaped_utf16_units() {
         // Two escapes of 6 units and one of 2 fill 14 exactly.
-        assert_eq!(preview("\u{1b}\u{1b}\n", false, 14), "\\u001b\\u001b\\n");
-        assert_eq!(preview("\u{1b}\u{1b}\nx", false, 14), "\\u001b\\u001b\\n…");
+        assert_eq!(
+            preview("\u{1b}\u{1b}\n".into(), false, 14),
+            "\\u001b\\u001b\\n"
+        );
+        assert_eq!(
+            preview("\u{1b}\u{1b}\nx".into(), false, 14),
+            "\\u001b\\u001b\\n…"
+        );
     }
 
     #[test]
     fn an_escape_that_does_not_fit_whole_is_left_out() {
         for limit in 1..=6 {
-            assert_eq!(preview("a\u{1b}", false, limit), "a…", "limit {limit}");
+            assert_eq!(
+                preview("a\u{1b}".into(), false, limit),
+                "a…",
+                "limit {limit}"
+            );
         }
-        assert_eq!(preview("a\u{1b}", false, 7), "a\\u001b");
-        assert_eq!(preview("a\n", false, 2), "a…");
-        assert_eq!(preview("a\n", false, 3), "a\\n");
-        assert_eq!(preview("ab\n", false, 3), "ab…");
+        assert_eq!(preview("a\u{1b}".into(), false, 7), "a\\u001b");
+        assert_eq!(preview("a\n".into(), false, 2), "a…");
+        assert_eq!(preview("a\n".into(), false, 3), "a\\n");
+        assert_eq!(preview("ab\n".into(), false, 3), "ab…");
     }
 
     #[test]
     fn a_surrogate_pair_is_never_split() {
-        assert_eq!(preview("a😀", false, 2), "a…");
-        assert_eq!(preview("a😀", false, 3), "a😀");
-        assert_eq!(preview("😀", false, 1), "…");
-        assert_eq!(preview("😀😀", false, 3), "😀…");
+        assert_eq!(preview("a😀".into(), false, 2), "a…");
+        assert_eq!(preview("a😀".into(), false, 3), "a😀");
+        assert_eq!(preview("😀".into(), false, 1), "…");
+        assert_eq!(preview("😀😀".into(), false, 3), "😀…");
     }
 
     #[test]
     fn limit_one_keeps_one_unit_or_nothing() {
-        assert_eq!(preview("ab", false, 1), "a…");
-        assert_eq!(preview("a", false, 1), "a");
-        assert_eq!(preview("\n", false, 1), "…");
-        assert_eq!(preview("é", true, 1), "é…");
+        assert_eq!(preview("ab".into(), false, 1), "a…");
+        assert_eq!(preview("a".into(), false, 1), "a");
+        assert_eq!(preview("\n".into(), false, 1), "…");
+        assert_eq!(preview("é".into(), true, 1), "é…");
     }
 
     #[test]
     fn limit_zero_keeps_nothing() {
-        assert_eq!(preview("", false, 0), "");
-        assert_eq!(preview("a", false, 0), "…");
+        assert_eq!(preview("".into(), false, 0), "");
+        assert_eq!(preview("a".into(), false, 0), "…");
     }
 
     #[test]
     fn a_huge_limit_keeps_the_whole_escaped_head() {
         let head = "x\u{7f}😀".repeat(1000);
-        assert_eq!(preview(&head, false, u32::MAX), escape(&head));
+        assert_eq!(preview(head.clone(), false, u32::MAX), escape(&head));
         assert_eq!(
-            preview(&head, true, u32::MAX),
+            preview(head.clone(), true, u32::MAX),
             format!("{}…", escape(&head))
         );
-        assert_eq!(units(&preview(&head, false, 100_000)), 1000 * 9);
+        assert_eq!(units(&preview(head.clone(), false, 100_000)), 1000 * 9);
     }
 }
 
@@ -375,7 +387,7 @@ mod properties {
             longer in any::<bool>(),
             limit in prop_oneof![0u32..24, Just(u32::MAX)],
         ) {
-            let p = preview(&head, longer, limit);
+            let p = preview(head.clone(), longer, limit);
             let units: Vec<u16> = p.encode_utf16().collect();
             prop_assert!(units.len() as u64 <= u64::from(limit) + 1, "{p:?}");
             prop_assert!(String::from_utf16(&units).is_ok());

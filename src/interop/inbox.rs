@@ -373,7 +373,7 @@ pub(super) fn claim(guard: u32, claimed: Claimed) -> bool {
         batch,
         codes,
         claimed.foreign,
-        &session,
+        session,
         Sighted::ByClaim,
         |i| Some(if i < split { "next-step" } else { "next-turn" }.to_owned()),
     );
@@ -388,7 +388,6 @@ pub(super) fn pre_step(guard: u32, event: &JsValue) {
             wrap(guard, inbox);
         }
         let none = JsValue::UNDEFINED;
-        let session = Session::of(inbox.as_ref().unwrap_or(&none));
         if let Some(messages) = get(event, "messages").filter(|m| is_array(m) == Some(true)) {
             // A batch some claim wrapper of ours returned was judged whole already;
             // anything else (claimed before the mount, or added to after our claim)
@@ -402,13 +401,13 @@ pub(super) fn pre_step(guard: u32, event: &JsValue) {
                 &messages,
                 codes,
                 deep,
-                &session,
+                Session::of(inbox.as_ref().unwrap_or(&none)),
                 Sighted::AtEntry,
                 |_| None,
             );
         }
         if let Some(inbox) = &inbox {
-            sweep_pending(&cx, inbox, &session);
+            sweep_pending(&cx, inbox, &Session::of(inbox));
         }
     }
 }
@@ -450,7 +449,7 @@ pub(super) fn session_event(guard: u32, session: &JsValue, event: &JsValue) {
         record(
             &cx,
             clock,
-            &rendered,
+            rendered,
             &probe,
             Action::Observe,
             Place {
@@ -481,6 +480,14 @@ enum Session<'a> {
 impl<'a> Session<'a> {
     fn of(inbox: &'a JsValue) -> Self {
         Session::Of(inbox, std::cell::OnceCell::new())
+    }
+
+    /// The id, taken: a session handed over is not copied.
+    fn into_id(self) -> Option<String> {
+        match self {
+            Session::Known(id) => id,
+            Session::Of(..) => self.id(),
+        }
     }
 
     fn id(&self) -> Option<String> {
@@ -533,7 +540,7 @@ fn sanitize_batch(
     batch: &JsValue,
     codes: Vec<u32>,
     deep: bool,
-    session: &Session<'_>,
+    session: Session<'_>,
     sighted: Sighted,
     target_of: impl Fn(u32) -> Option<String>,
 ) -> usize {
@@ -583,7 +590,7 @@ fn sanitize_batch(
         return left;
     }
     found.reverse();
-    let session_id = session.id();
+    let session_id = session.into_id();
     let fps: Vec<Fingerprint> = found
         .iter()
         .map(|(_, rendered, probe, _)| rendered.fingerprint(probe))
@@ -600,7 +607,7 @@ fn sanitize_batch(
         record(
             cx,
             clock,
-            &rendered,
+            rendered,
             &probe,
             action,
             Place {
@@ -687,7 +694,7 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
         record(
             cx,
             clock,
-            &rendered,
+            rendered,
             &probe,
             action,
             Place {
@@ -748,7 +755,7 @@ fn label(session_id: &str) -> std::borrow::Cow<'_, str> {
 fn record(
     cx: &Ctx,
     clock: Clock,
-    rendered: &Rendered,
+    rendered: Rendered,
     probe: &Probe,
     action: Action,
     place: Place,
@@ -766,12 +773,11 @@ fn record(
         target: place.target,
         index: place.index,
         value_kind: probe.kind(),
-        preview: preview(head, *longer, cx.preview_chars),
+        preview: preview(head, longer, cx.preview_chars),
         action: action_name,
         value_id: sighting.id(),
         repeat: !sighting.is_new(),
     };
-    let session_id = violation.session_id.clone().unwrap_or_default();
     let text = || {
         format!(
             "{} inbox entry in session {} ({}): {} “{}” {}",
@@ -804,7 +810,8 @@ fn record(
             }
         )
     };
-    warn_with(cx, clock, &session_id, &text);
+    let session_id = violation.session_id.as_deref().unwrap_or_default();
+    warn_with(cx, clock, session_id, &text);
     exclusive(&cx.ledger, |ledger| ledger.push(violation));
 }
 
