@@ -20,7 +20,8 @@
 // plain-JS guard, plain-js-guard.mjs), sd (the seed's own guard: seed 000's
 // inspect guard in sections 1 and 3, seed-inspect-guard.mjs; seed 002's inbox
 // guard in section 2, seed-inbox-guard.mjs), nl (a diagnostic of section 2:
-// no guard, one no-op session/event listener).
+// no guard, one no-op session/event listener), xf (section 2's crossing floor:
+// the plain-JS guard, entering harness-guard's wasm once per batch it judges).
 
 import { createHash } from 'node:crypto'
 import { spawn, spawnSync } from 'node:child_process'
@@ -142,9 +143,9 @@ async function loadPackage() {
     const glue = await import(new URL('./harness_guard.js', import.meta.resolve(PACKAGE)).href)
     // Importing runs no wasm: start it here, as the first mount would, so that
     // its instance is made while it can be observed.
-    const { ready } = await import(new URL('./host.js', import.meta.resolve(PACKAGE)).href)
+    const { ready, host } = await import(new URL('./host.js', import.meta.resolve(PACKAGE)).href)
     ready()
-    return { plugin, installInspectClientGuard, glue }
+    return { plugin, installInspectClientGuard, glue, life: host.state.life }
   } finally {
     WebAssembly.Instance = Instance
   }
@@ -224,6 +225,7 @@ async function agentHost(arm, pkg) {
   if (arm === 'sd') await ctx.plugin(seedInboxGuard, { mode: 'repair' })
   // No guard: a plugin with one no-op `session/event` listener, what any durable-write observer pays.
   if (arm === 'nl') await ctx.plugin({ name: 'bench-listener', apply: (c) => { c.on('session/event', () => {}) } })
+  if (arm === 'xf') installPlainInboxGuard(ctx, { mode: 'repair', previewChars: 80, createUserMessage, warn, onBad: crossing(pkg.life) })
   let sessions = 0
   return {
     ctx,
@@ -231,6 +233,24 @@ async function agentHost(arm, pkg) {
       sessions += 1
       return ctx.agents.create({ sessionId: `bench-${arm}-${sessions}`, agentOptions: { provider: 'bench', model: 'bench' } })
     },
+  }
+}
+
+/**
+ * The crossing floor's hook (arm xf): for each batch the plain-JS guard is about
+ * to sanitize, one entry into harness-guard's claim entry with what its claim
+ * wrapper hands over (the batch, a shape code per entry, the split, the
+ * next-turn length, the flags, the session id), under a token that names no
+ * guard, so Rust answers at once. What a guard whose rules live in wasm pays
+ * per batch it judges, and a JavaScript guard does not.
+ */
+const crossing = (life) => (batch, split, inbox) => {
+  const codes = new Uint32Array(batch.length)
+  life.depth += 1
+  try {
+    life.claim(0, batch, split ?? -1, inbox.nextTurn?.length ?? -1, codes, 0, inbox.session?.id)
+  } finally {
+    life.depth -= 1
   }
 }
 
@@ -304,7 +324,7 @@ class MinimalRegistry {
 
 // ---- the package really guards (a tampered or half-built install would measure nothing) ---------
 
-const ARM_NAMES = { un: 'unguarded', hg: 'harness-guard', pj: 'plain-JS guard', sd: 'seed guard', nl: 'no-op listener' }
+const ARM_NAMES = { un: 'unguarded', hg: 'harness-guard', pj: 'plain-JS guard', sd: 'seed guard', nl: 'no-op listener', xf: 'crossing floor' }
 
 /** One arm really guards: an unanswered query rejects with INSPECT_CLIENT_DEADLINE and leaves nothing; a bare string is repaired. */
 async function checkArm(arm, pkg) {
@@ -469,7 +489,7 @@ const rowKey = (size, bad) => `${size}${bad ? 'b' : 'c'}`
  * process, so a child's ratio is independent of how busy the machine was.
  */
 async function claimsChild({ arm, cycles, warm }) {
-  const pkg = arm === 'hg' ? await loadPackage() : undefined
+  const pkg = arm === 'hg' || arm === 'xf' ? await loadPackage() : undefined
   const hosts = { un: await agentHost('un', pkg), x: await agentHost(arm, pkg) }
   const out = {}
   for (const [size, bad] of CLAIM_ROWS) {
@@ -579,12 +599,12 @@ function pairedRounds(kind, arms, reps, params) {
 
 async function claims() {
   const reps = QUICK ? 2 : 5
-  const rows = pairedRounds('claims', ['hg', 'pj', 'sd', 'nl'], reps, { cycles: QUICK ? 300 : 1200, warm: QUICK ? 100 : 400 })
+  const rows = pairedRounds('claims', ['hg', 'pj', 'sd', 'nl', 'xf'], reps, { cycles: QUICK ? 300 : 1200, warm: QUICK ? 100 : 400 })
   const results = []
   for (const [size, bad] of CLAIM_ROWS) {
     const r = { size, bad, reps, ...rows(rowKey(size, bad)) }
     results.push(r)
-    progress(`batch ${size}${bad ? ', 10% bad' : ', clean'}: per claim unguarded ${ns(r.un)}, harness-guard ${ns(r.hg)} (${signedNs(r.over.hg)}), plain-JS ${ns(r.pj)} (${signedNs(r.over.pj)}), seed ${ns(r.sd)} (${signedNs(r.over.sd)}), no-op listener ${signedNs(r.over.nl)}; paired ÷ plain-JS ${times(r.vs.pj)}, ÷ seed ${times(r.vs.sd)}`)
+    progress(`batch ${size}${bad ? ', 10% bad' : ', clean'}: per claim unguarded ${ns(r.un)}, harness-guard ${ns(r.hg)} (${signedNs(r.over.hg)}), plain-JS ${ns(r.pj)} (${signedNs(r.over.pj)}), seed ${ns(r.sd)} (${signedNs(r.over.sd)}), no-op listener ${signedNs(r.over.nl)}; paired ÷ plain-JS ${times(r.vs.pj)}, ÷ seed ${times(r.vs.sd)}${bad ? `, ÷ (plain-JS + one crossing) ${times(r.vs.xf)}` : ''}`)
   }
   return results
 }
@@ -1114,13 +1134,20 @@ if (s2) {
     const floor = summary(r.ratios.pj.map((v, k) => v / r.ratios.sd[k]))
     const belowSeed = r.vs.sd.median <= 1
     const belowPlain = r.vs.pj.median <= 1
+    // A batch with a bad entry enters the guard's wasm once, which a JavaScript guard
+    // never does: the crossing floor arm (xf) is the plain-JS guard paying that entry,
+    // answered at once, in the same rounds. Clean batches never cross: no floor there.
+    const crossingFloor = r.bad ? summary(r.ratios.xf.map((v, k) => v / r.ratios.pj[k])) : undefined
+    const withinCrossing = r.bad && r.vs.xf.median <= 1
     const budget = belowSeed && belowPlain
       ? `at or below both peers per claim, paired: ${worse(r).toFixed(3)}× (the higher ratio)`
       : belowPlain
         ? `at or below the plain-JS guard (${r.vs.pj.median.toFixed(3)}×); above the seed's guard (${r.vs.sd.median.toFixed(3)}×) within the floor: the contract's work that guard skips, plain-JS ÷ seed in the same rounds ${times(floor, 3)}`
-        : `above the plain-JS guard, paired: ${r.vs.pj.median.toFixed(3)}× (÷ seed ${r.vs.sd.median.toFixed(3)}×; plain-JS ÷ seed ${times(floor, 3)})`
+        : withinCrossing
+          ? `above the plain-JS guard (${r.vs.pj.median.toFixed(3)}×) within the crossing floor: at or below the plain-JS guard plus one entry into the guard's wasm per judged batch (÷ that arm ${r.vs.xf.median.toFixed(3)}×; the floor, that arm ÷ plain-JS, ${times(crossingFloor, 3)}); ÷ seed ${r.vs.sd.median.toFixed(3)}×`
+          : `above the plain-JS guard, paired: ${r.vs.pj.median.toFixed(3)}× (÷ seed ${r.vs.sd.median.toFixed(3)}×; plain-JS ÷ seed ${times(floor, 3)}${r.bad ? `; ÷ the plain-JS guard plus one entry into the guard's wasm ${times(r.vs.xf, 3)}` : ''})`
     row('2', `${name}: per claim (${r.reps} rounds of children, each beside its own unguarded host)`, ns(r.un),
-      withAdded(r, 'hg'), withAdded(r, 'pj'), withAdded(r, 'sd'), versus(r), budget, belowPlain)
+      withAdded(r, 'hg'), withAdded(r, 'pj'), withAdded(r, 'sd'), versus(r), budget, belowPlain || withinCrossing)
     chartRow(name, r, 'per claim', { base: r.un })
     if (r.size === 1 && !r.bad) {
       row('2', 'claim, batch of 1, clean, with no guard but a plugin with one no-op session/event listener (diagnostic: the host\'s dispatch of the claim\'s event to one more observer, which every arm pays)', ns(r.un),

@@ -493,8 +493,10 @@ class Sightings {
 /**
  * Guard every agent's inbox in `ctx`. Options as harness-guard's inbox section,
  * plus `createUserMessage` and `warn(text)` for log lines. Returns `dispose()`.
+ * `onBad(batch, split, inbox)`, for the benchmark's crossing floor only, is
+ * called when the claim wrapper is about to sanitize a batch.
  */
-export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80, createUserMessage, warn } = {}) {
+export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80, createUserMessage, warn, onBad } = {}) {
   const counts = { repaired: 0, quarantined: 0, observed: 0 }
   const violations = []
   const say = logBound(warn)
@@ -604,7 +606,10 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
         let left = claimed
         let clean = !foreign
         for (let i = 0; clean && i < claimed; i += 1) clean = isMessage(batch[i])
-        if (!clean) left = sanitize(batch, this.session?.id, split, foreign, true)
+        if (!clean) {
+          onBad?.(batch, split, this)
+          left = sanitize(batch, this.session?.id, split, foreign, true)
+        }
         // Judged: the pre-step entry needs not judge this batch's copies again.
         guarded.batch = batch
         guarded.judged = batch.length
