@@ -1251,12 +1251,13 @@ function summaryTable() {
       `unguarded ${ns(h.un)}; on a stand-in registry of its shape ${signedNs(s1.minimalHost.hgOver)} (budget < 100 ns)`, s1.minimalHost.hgOver < 100)
   }
   if (s2) {
-    // The claim row harness-guard does worst on against the same contract in plain JavaScript.
+    // The claim row harness-guard does worst on against the same contract in plain
+    // JavaScript; a row with bad entries holds within the crossing floor (§2).
     const worst = s2.map((r) => ({ r, ratio: r.vs.pj.median })).sort((a, b) => b.ratio - a.ratio)[0]
-    const all = s2.every((r) => r.vs.pj.median <= 1)
+    const all = s2.every((r) => r.vs.pj.median <= 1 || (r.bad && r.vs.xf.median <= 1))
     const { r } = worst
     add('Claims (batches of 1, 10, 100; clean and 10% bad), per claim',
-      `worst row: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's`,
+      `worst row: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's${r.bad ? `; ${times(r.vs.xf, 3)} the plain-JS guard's with one entry into the guard's wasm (the crossing floor)` : ''}`,
       `÷ seed's guard ${times(r.vs.sd, 3)} (that guard skips escaping, the warn-line bound and value identity)`, all)
   }
   const big = s3.filter((x) => x.n >= 100000)
