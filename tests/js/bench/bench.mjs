@@ -6,6 +6,10 @@
 //   node --expose-gc tests/js/bench/bench.mjs --only=3 [--quick] [--sizes=100000] [--arms=hg] [--profile]
 //                                                         one section, printed only; --profile runs it in a
 //                                                         child under --cpu-prof and --trace-gc
+//   node --expose-gc tests/js/bench/bench.mjs --against=DIR [--quick]
+//                                                         this build against another (DIR: its package, e.g.
+//                                                         another checkout's pkg/), side by side in each
+//                                                         child: the claim rows and the two queries, printed
 //
 // Sections (see README.md next to this file): 1 per-call overhead, 2 claim
 // overhead, 3 scale, 4 growth, 5 start-up and size. The claim rows, and the
@@ -25,7 +29,7 @@
 
 import { createHash } from 'node:crypto'
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -61,7 +65,14 @@ const PROFILE = argv.includes('--profile')
 /** `--sizes=1000,100000`: section 3's numbers of waiting queries; `--arms=hg,sd`: the arms run there. */
 const SIZES = option('sizes')?.split(',').map(Number)
 const ARMS = option('arms')?.split(',')
-const PARTIAL = ONLY !== undefined || SIZES !== undefined || ARMS !== undefined
+/**
+ * `--against=DIR`: another build of the package (its directory), installed
+ * beside this one as AGAINST_NAME for the run, so that it resolves the same host
+ * packages.
+ */
+const AGAINST = option('against')
+const AGAINST_NAME = 'harness-guard-against'
+const PARTIAL = ONLY !== undefined || SIZES !== undefined || ARMS !== undefined || AGAINST !== undefined
 
 if (typeof globalThis.gc !== 'function') {
   console.error('bench.mjs needs --expose-gc (run it through `make bench`)')
@@ -151,6 +162,14 @@ async function loadPackage() {
   }
 }
 const wasmBytes = () => wasmInstance?.exports.memory?.buffer.byteLength ?? NaN
+
+/** The other build of `--against`, started, as `agentHost` and `armInspect` take a package. */
+async function loadAgainst() {
+  const plugin = await import(AGAINST_NAME)
+  const { ready } = await import(new URL('./host.js', import.meta.resolve(AGAINST_NAME)).href)
+  ready()
+  return { plugin }
+}
 
 /**
  * A hash of every file of the installed package. Child processes import it
@@ -488,9 +507,10 @@ const rowKey = (size, bad) => `${size}${bad ? 'b' : 'c'}`
  * hundreds of claims. The arm is compared with the unguarded host of its own
  * process, so a child's ratio is independent of how busy the machine was.
  */
-async function claimsChild({ arm, cycles, warm }) {
+async function claimsChild({ arm, cycles, warm, against }) {
   const pkg = arm === 'hg' || arm === 'xf' ? await loadPackage() : undefined
-  const hosts = { un: await agentHost('un', pkg), x: await agentHost(arm, pkg) }
+  // `--against`: the other build's guard takes the unguarded host's place.
+  const hosts = { un: against ? await agentHost('hg', await loadAgainst()) : await agentHost('un', pkg), x: await agentHost(arm, pkg) }
   const out = {}
   for (const [size, bad] of CLAIM_ROWS) {
     const sets = batches(size, bad)
@@ -535,10 +555,12 @@ async function claimsChild({ arm, cycles, warm }) {
  * in-process page answers at once, each awaited, one arm beside the unguarded
  * registry in one process, call by call in alternating order.
  */
-async function callsChild({ arm, cycles, warm }) {
+async function callsChild({ arm, cycles, warm, against }) {
   const pkg = arm === 'hg' ? await loadPackage() : undefined
   const hosts = { un: await inspectHost({ page: true }), x: await inspectHost({ page: true }) }
   await armInspect(arm, hosts.x, pkg, 15000)
+  // `--against`: the other build's guard on the registry the arm is compared with.
+  if (against) await armInspect('hg', hosts.un, await loadAgainst(), 15000)
   const out = {}
   for (const [key, platform, provider] of [['client', 'client', 'Bench'], ['host', 'host', 'HostBench']]) {
     const t = { un: new Float64Array(cycles), x: new Float64Array(cycles) }
@@ -979,6 +1001,37 @@ if (PROFILE) {
 }
 
 // ---- main ---------------------------------------------------------------------------------
+
+/**
+ * `--against=DIR`: this build against the other, each child running both side by
+ * side (the other in the unguarded host's place), claim by claim and call by
+ * call; per row the median over the children of this build's per-cycle time over
+ * the other's, with the interquartile range. Nothing else runs; nothing is written.
+ */
+if (AGAINST !== undefined && !CHILD) {
+  const from = path.resolve(process.cwd(), AGAINST)
+  if (!existsSync(path.join(from, 'package.json')) || !existsSync(path.join(from, 'harness_guard_bg.wasm'))) {
+    console.error(`--against=${AGAINST}: not a built package (no package.json and harness_guard_bg.wasm in ${from})`)
+    process.exit(2)
+  }
+  const into = path.join(RIG, 'node_modules', AGAINST_NAME)
+  rmSync(into, { recursive: true, force: true })
+  cpSync(from, into, { recursive: true })
+  try {
+    const reps = QUICK ? 3 : 7
+    console.log(`this build (${PACKAGE}) ÷ ${from}, side by side in each of ${reps} children, per claim or call (below 1.00×: this build is faster)`)
+    for (const [kind, keys, params] of [
+      ['claims', CLAIM_ROWS.map(([size, bad]) => [rowKey(size, bad), `claim, batch of ${size}, ${bad ? '10% bad' : 'clean'}`]), { cycles: QUICK ? 300 : 1200, warm: QUICK ? 100 : 400 }],
+      ['calls', [['client', 'client query answered at once'], ['host', 'host query']], { cycles: QUICK ? 1000 : 3000, warm: QUICK ? 300 : 1000 }],
+    ]) {
+      const got = Array.from({ length: reps }, () => child(kind, { arm: 'hg', against: true, ...params }))
+      for (const [key, label] of keys) console.log(`  ${label}: ${times(summary(got.map((g) => g[key].ratio)), 3)}`)
+    }
+  } finally {
+    rmSync(into, { recursive: true, force: true })
+  }
+  process.exit(0)
+}
 
 const started = performance.now()
 const fingerprint = packageFingerprint()
