@@ -373,7 +373,7 @@ pub(super) fn claim(guard: u32, claimed: Claimed) -> bool {
         batch,
         codes,
         claimed.foreign,
-        session,
+        &session,
         Sighted::ByClaim,
         |i| Some(if i < split { "next-step" } else { "next-turn" }.to_owned()),
     );
@@ -388,6 +388,7 @@ pub(super) fn pre_step(guard: u32, event: &JsValue) {
             wrap(guard, inbox);
         }
         let none = JsValue::UNDEFINED;
+        let session = Session::of(inbox.as_ref().unwrap_or(&none));
         if let Some(messages) = get(event, "messages").filter(|m| is_array(m) == Some(true)) {
             // A batch some claim wrapper of ours returned was judged whole already;
             // anything else (claimed before the mount, or added to after our claim)
@@ -401,13 +402,13 @@ pub(super) fn pre_step(guard: u32, event: &JsValue) {
                 &messages,
                 codes,
                 deep,
-                Session::of(inbox.as_ref().unwrap_or(&none)),
+                &session,
                 Sighted::AtEntry,
                 |_| None,
             );
         }
         if let Some(inbox) = &inbox {
-            sweep_pending(&cx, inbox, &Session::of(inbox));
+            sweep_pending(&cx, inbox, &session);
         }
     }
 }
@@ -482,20 +483,13 @@ impl<'a> Session<'a> {
         Session::Of(inbox, std::cell::OnceCell::new())
     }
 
-    /// The id, taken: a session handed over is not copied.
-    fn into_id(self) -> Option<String> {
+    /// The id, borrowed: each record copies it once, and nothing else does.
+    fn id(&self) -> Option<&str> {
         match self {
-            Session::Known(id) => id,
-            Session::Of(..) => self.id(),
-        }
-    }
-
-    fn id(&self) -> Option<String> {
-        match self {
-            Session::Known(id) => id.clone(),
+            Session::Known(id) => id.as_deref(),
             Session::Of(inbox, id) => id
                 .get_or_init(|| get(inbox, "session").and_then(|s| get_string(&s, "id")))
-                .clone(),
+                .as_deref(),
         }
     }
 }
@@ -540,7 +534,7 @@ fn sanitize_batch(
     batch: &JsValue,
     codes: Vec<u32>,
     deep: bool,
-    session: Session<'_>,
+    session: &Session<'_>,
     sighted: Sighted,
     target_of: impl Fn(u32) -> Option<String>,
 ) -> usize {
@@ -590,7 +584,7 @@ fn sanitize_batch(
         return left;
     }
     found.reverse();
-    let session_id = session.into_id();
+    let session_id = session.id();
     let fps: Vec<Fingerprint> = found
         .iter()
         .map(|(_, rendered, probe, _)| rendered.fingerprint(probe))
@@ -598,7 +592,7 @@ fn sanitize_batch(
     let clock = Clock::read();
     let seen = exclusive(&cx.sightings, |t| {
         t.claimed(
-            session_id.as_deref().unwrap_or_default(),
+            session_id.unwrap_or_default(),
             &fps,
             matches!(sighted, Sighted::ByClaim),
         )
@@ -612,7 +606,7 @@ fn sanitize_batch(
             action,
             Place {
                 origin: "claimed",
-                session_id: session_id.clone(),
+                session_id: session_id.map(str::to_owned),
                 seq: None,
                 target: target_of(i),
                 index: i,
@@ -667,10 +661,10 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
                     let session_id = session.id().unwrap_or_default();
                     let text = format!(
                         "could not fix pending inbox entry {target}[{i}] of session {}: {}",
-                        label(&session_id),
+                        label(session_id),
                         escape(&safe_string(&error))
                     );
-                    warn(cx, &session_id, &text);
+                    warn(cx, session_id, &text);
                     action = Action::Observe;
                 }
             }
@@ -688,7 +682,7 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
         .collect();
     let clock = Clock::read();
     let seen = exclusive(&cx.sightings, |t| {
-        t.swept(session_id.as_deref().unwrap_or_default(), &fps)
+        t.swept(session_id.unwrap_or_default(), &fps)
     });
     for ((target, i, rendered, probe, action), sighting) in found.into_iter().zip(seen) {
         record(
@@ -699,7 +693,7 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
             action,
             Place {
                 origin: "pending",
-                session_id: session_id.clone(),
+                session_id: session_id.map(str::to_owned),
                 seq: None,
                 target: Some(target.to_owned()),
                 index: i,
