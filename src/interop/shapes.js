@@ -146,18 +146,16 @@ export function codesOf(batch) {
   try {
     if (!Array.isArray(batch)) return null
     const n = batch.length
-    for (let i = 0; i < n; i++) {
-      const entry = batch[i]
+    let i = 0
+    if (quick) while (i < n && looksLikeMessage(batch[i])) i++
+    for (; i < n; i++) {
+      const code = shapeCode(batch[i])
       if (codes === undefined) {
-        if (quick && looksLikeMessage(entry)) continue
-        const code = shapeCode(entry)
         if (code === MESSAGE) continue
         codes = new Uint32Array(n)
         codes.fill(MESSAGE, 0, i)
-        codes[i] = code
-      } else {
-        codes[i] = shapeCode(entry)
       }
+      codes[i] = code
     }
   } catch {
     return null

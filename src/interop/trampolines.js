@@ -28,13 +28,29 @@ import { fail, faultFacts, left, life } from './supervisor.js'
  */
 export function configure(constants, shape, [dispatch, claim, begin, settle, tick]) {
   life.gen += 1
-  life.K = { ...constants, shape }
+  life.K = interned({ ...constants, shape })
   life.dispatch = dispatch
   life.claim = claim
   life.begin = begin
   life.settle = settle
   life.tick = tick
-  setLayout(shape, constants.messageCode)
+  setLayout(life.K.shape, life.K.messageCode)
+}
+
+/**
+ * `value` with each string in it, in its plain objects and arrays too, replaced
+ * by the engine's internalized copy (what a property key is). A string made in
+ * wasm is a fresh copy: compared on every call with a host's literal (`'user'`,
+ * `'client'`, an event name) or read as a key, it is compared by content, where
+ * an internalized one is compared by reference.
+ */
+function interned(value) {
+  if (typeof value === 'string') return Object.keys({ [value]: 0 })[0]
+  if (Array.isArray(value)) return value.map(interned)
+  if (value === null || typeof value !== 'object') return value
+  const out = {}
+  for (const key of Object.keys(value)) out[key] = interned(value[key])
+  return out
 }
 
 /** Whether a trampoline of generation `gen` may enter wasm now. */

@@ -30,6 +30,8 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, posix, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import semver from 'semver'
 import { blobHash, parseRecord } from './support/readme-pair.mjs'
 import { fakeModelClass, HOST_DIR, HOST_ROWS, importFrom, makeConsumerProject, NAME, startLoader } from './support/loader-rig.mjs'
@@ -493,6 +495,29 @@ describe('installed from the tarball into a fresh consumer project', () => {
     assert.deepEqual(ranges, [['inspect.deadlineMs', 1, 2147483647, 1], ['inspect.refusalGraceMs', 0, 2147483647, 1], ['inbox.previewChars', 1, 100000, 1]])
     assert.deepEqual(Config.dict.inbox.dict.mode.list.map(c => c.value), ['repair', 'quarantine', 'report'])
     for (const mode of ['repair', 'quarantine', 'report', 'fix']) assert.equal(accepts({ inbox: { mode } }), mode !== 'fix', `Rust on mode ${mode}`)
+  })
+
+  test('the strings Rust hands over when an instance starts (event names, the role, the platform, texts) are internalized, as the host\'s own literals are (control: the same text decoded from bytes is not)', async () => {
+    // V8's own probe: an internalized string is compared with another by reference.
+    setFlagsFromString('--allow-natives-syntax')
+    const internalized = runInNewContext('(s) => %IsInternalizedString(s)')
+    assert.equal(internalized(new TextDecoder().decode(new TextEncoder().encode('client'))), false, 'control: a decoded string is a fresh copy')
+    assert.equal(internalized('client'), true, 'control: a literal is internalized')
+    const base = pathToFileURL(join(project, 'node_modules', NAME, 'index.js'))
+    const { host, ready } = await import(new URL('./host.js', base).href)
+    ready()
+    const strings = []
+    const walk = (value, path) => {
+      if (typeof value === 'string') strings.push([path, value])
+      else if (value !== null && typeof value === 'object') for (const [key, child] of Object.entries(value)) walk(child, `${path}.${key}`)
+    }
+    const K = host.state.life.K
+    walk(K, 'K')
+    assert.ok(strings.length >= 15, `the constants hold their strings (${strings.length})`)
+    assert.equal(K.client, 'client')
+    assert.equal(K.splicedEvent, 'agent/inbox/spliced')
+    assert.equal(K.shape.role, 'user')
+    assert.deepEqual(strings.filter(([, s]) => !internalized(s)).map(([path]) => path), [], 'strings left as fresh copies')
   })
 
   test('Config is called as schemastery schemas are called: it throws what the mount refuses, with the mount\'s message', async () => {
