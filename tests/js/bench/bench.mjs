@@ -73,6 +73,9 @@ const ARMS = option('arms')?.split(',')
 const AGAINST = option('against')
 const AGAINST_NAME = 'harness-guard-against'
 const PARTIAL = ONLY !== undefined || SIZES !== undefined || ARMS !== undefined || AGAINST !== undefined
+/** Cycles per child (and warm-up cycles before them) of the claim rows and of section 1's calls. */
+const CLAIM_CYCLES = { cycles: QUICK ? 300 : 1200, warm: QUICK ? 100 : 400 }
+const CALL_CYCLES = { cycles: QUICK ? 1000 : 3000, warm: QUICK ? 300 : 1000 }
 
 if (typeof globalThis.gc !== 'function') {
   console.error('bench.mjs needs --expose-gc (run it through `make bench`)')
@@ -402,7 +405,7 @@ async function perCall(pkg) {
   const reps = QUICK ? 2 : 5
   // The host query and the client query on the real registry: children, one arm
   // beside the unguarded registry in each, call by call (see callsChild).
-  const calls = pairedRounds('calls', ['hg', 'pj', 'sd'], reps, { cycles: QUICK ? 1000 : 3000, warm: QUICK ? 300 : 1000 })
+  const calls = pairedRounds('calls', ['hg', 'pj', 'sd'], reps, CALL_CYCLES)
   const results = {}
   for (const [id, label] of [['host', 'host query, per call'], ['client', 'client query answered at once, per call']]) {
     const r = { label, reps, ...calls(id) }
@@ -487,6 +490,8 @@ async function perCall(pkg) {
  */
 const CLAIM_ROWS = [[1, false], [1, true], [10, false], [10, true], [100, false], [100, true]]
 const rowKey = (size, bad) => `${size}${bad ? 'b' : 'c'}`
+/** A claim row's name, as the table and `--against` print it. */
+const claimLabel = (size, bad) => `claim, batch of ${size}, ${bad ? '10% bad' : 'clean'}`
 
 /**
  * One arm beside the unguarded host in one process (two agent hosts), claim by
@@ -575,6 +580,9 @@ async function callsChild({ arm, cycles, warm, against }) {
   return out
 }
 
+/** Arm `a`'s ratio to its unguarded host over arm `b`'s, round by round: their median and IQR. */
+const pairedRatio = (row, a, b) => summary(row.ratios[a].map((v, r) => v / row.ratios[b][r]))
+
 /**
  * Children for every arm, `reps` rounds in rotating order, and per row (`key`)
  * the figures of the table: each arm's time per claim or call and its added
@@ -602,9 +610,7 @@ function pairedRounds(kind, arms, reps, params) {
       row.ratios[arm] = got.map((g) => g.ratio)
     }
     row.un = median(uns)
-    for (const peer of arms.filter((arm) => arm !== 'hg' && arm !== 'nl')) {
-      row.vs[peer] = summary(row.ratios.hg.map((v, r) => v / row.ratios[peer][r]))
-    }
+    for (const peer of arms.filter((arm) => arm !== 'hg' && arm !== 'nl')) row.vs[peer] = pairedRatio(row, 'hg', peer)
     return row
   }
 }
@@ -613,7 +619,7 @@ function pairedRounds(kind, arms, reps, params) {
 
 async function claims() {
   const reps = QUICK ? 2 : 5
-  const rows = pairedRounds('claims', ['hg', 'pj', 'sd', 'nl', 'xf'], reps, { cycles: QUICK ? 300 : 1200, warm: QUICK ? 100 : 400 })
+  const rows = pairedRounds('claims', ['hg', 'pj', 'sd', 'nl', 'xf'], reps, CLAIM_CYCLES)
   const results = []
   for (const [size, bad] of CLAIM_ROWS) {
     const r = { size, bad, reps, ...rows(rowKey(size, bad)) }
@@ -1013,8 +1019,8 @@ if (AGAINST !== undefined && !CHILD) {
     const reps = QUICK ? 3 : 7
     console.log(`this build (${PACKAGE}) ÷ ${from}, side by side in each of ${reps} children, per claim or call (below 1.00×: this build is faster)`)
     for (const [kind, keys, params] of [
-      ['claims', CLAIM_ROWS.map(([size, bad]) => [rowKey(size, bad), `claim, batch of ${size}, ${bad ? '10% bad' : 'clean'}`]), { cycles: QUICK ? 300 : 1200, warm: QUICK ? 100 : 400 }],
-      ['calls', [['client', 'client query answered at once'], ['host', 'host query']], { cycles: QUICK ? 1000 : 3000, warm: QUICK ? 300 : 1000 }],
+      ['claims', CLAIM_ROWS.map(([size, bad]) => [rowKey(size, bad), claimLabel(size, bad)]), CLAIM_CYCLES],
+      ['calls', [['client', 'client query answered at once'], ['host', 'host query']], CALL_CYCLES],
     ]) {
       const got = Array.from({ length: reps }, () => child(kind, { arm: 'hg', against: true, ...params }))
       for (const [key, label] of keys) console.log(`  ${label}: ${times(summary(got.map((g) => g[key].ratio)), 3)}`)
@@ -1178,15 +1184,15 @@ if (s1) {
 }
 if (s2) {
   for (const r of s2) {
-    const name = `claim, batch of ${r.size}, ${r.bad ? '10% bad' : 'clean'}`
+    const name = claimLabel(r.size, r.bad)
     // The seed's guard does less than the contract (no escaping, no warn-line bound,
     // no value identity, no plain-copy judging of another plugin's batch); the plain-JS
     // guard does it all. Where harness-guard is above the seed's guard but not the
     // plain-JS guard's, that difference, plain-JS ÷ seed in the same rounds, is the floor.
-    const floor = summary(r.ratios.pj.map((v, k) => v / r.ratios.sd[k]))
+    const floor = pairedRatio(r, 'pj', 'sd')
     const belowSeed = r.vs.sd.median <= 1
     const belowPlain = r.vs.pj.median <= 1
-    const crossingFloor = r.bad ? summary(r.ratios.xf.map((v, k) => v / r.ratios.pj[k])) : undefined
+    const crossingFloor = r.bad ? pairedRatio(r, 'xf', 'pj') : undefined
     const budget = belowSeed && belowPlain
       ? `at or below both peers per claim, paired: ${worse(r).toFixed(3)}× (the higher ratio)`
       : belowPlain
