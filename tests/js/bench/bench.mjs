@@ -1306,12 +1306,13 @@ function summaryTable() {
   }
   if (s2) {
     // The claim row harness-guard does worst on against the same contract in plain
-    // JavaScript; a row with bad entries holds within the crossing floor (§2).
-    const worst = s2.map((r) => ({ r, ratio: r.vs.pj.median })).sort((a, b) => b.ratio - a.ratio)[0]
-    const all = s2.every(claimHolds)
-    const { r } = worst
+    // JavaScript, among the rows above their budget when any is (a row with bad
+    // entries holds within the crossing floor, §2), so the row named is one the mark is for.
+    const above = s2.filter((r) => !claimHolds(r))
+    const r = (above.length > 0 ? above : s2).reduce((a, b) => (b.vs.pj.median > a.vs.pj.median ? b : a))
+    const all = above.length === 0
     add('Claims (batches of 1, 10, 100; clean and 10% bad), per claim',
-      `worst row: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's${r.bad ? `; ${times(r.vs.xf, 3)} the plain-JS guard's with one entry into the guard's wasm (the crossing floor)` : ''}`,
+      `${all ? 'worst row' : `${above.length} of ${s2.length} rows above budget; the worst`}: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's${r.bad ? `; ${times(r.vs.xf, 3)} the plain-JS guard's with one entry into the guard's wasm (the crossing floor)` : ''}`,
       `÷ seed's guard ${times(r.vs.sd, 3)} (that guard skips escaping, the warn-line bound and value identity)`, all)
   }
   const big = s3.filter((x) => x.n >= 100000)
