@@ -172,6 +172,39 @@ mod tests {
         assert_eq!(utc(f64::NAN), "?");
     }
 
+    /// Every day from 1970 into the 26th century, against a calendar counted
+    /// day by day (century and 400-year leap rules included).
+    #[test]
+    fn every_day_reads_as_a_counted_calendar_does() {
+        let leap = |y: u64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let (mut year, mut month, mut day) = (1970_u64, 1_u64, 1_u64);
+        for days in 0..(531_u64 * 366) {
+            let secs = days * 86_400 + (days * 7_919) % 86_400;
+            let want = format!(
+                "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+                secs % 86_400 / 3600,
+                secs % 3600 / 60,
+                secs % 60
+            );
+            #[allow(clippy::cast_precision_loss)]
+            let at = (secs * 1000) as f64;
+            assert_eq!(utc(at), want, "{days} days after the epoch");
+            let length = match month {
+                2 if leap(year) => 29,
+                2 => 28,
+                4 | 6 | 9 | 11 => 30,
+                _ => 31,
+            };
+            day += 1;
+            if day > length {
+                (day, month) = (1, month + 1);
+            }
+            if month > 12 {
+                (month, year) = (1, year + 1);
+            }
+        }
+    }
+
     fn status<'a>(
         inspect: &'a InspectCounts,
         inbox: &'a InboxCounts,
@@ -199,6 +232,42 @@ mod tests {
                 true,
                 inbox,
             ),
+        }
+    }
+
+    /// Each kind of report says, in words, why its query ended.
+    #[test]
+    fn each_report_kind_says_why_its_query_ended() {
+        let counts = (InspectCounts::default(), InboxCounts::default());
+        for (kind, reason, why) in [
+            ("deadline", None, "no page answered within 3000 ms"),
+            (
+                "refused",
+                Some("method-missing"),
+                "the page refused (method-missing)",
+            ),
+            (
+                "unbound-agent",
+                None,
+                "a page answer without a bound agent was refused",
+            ),
+            ("disposed", None, "ended when the guard was stopped"),
+        ] {
+            let report = InspectReport {
+                kind,
+                request_id: "inspect-1".into(),
+                session_id: Some("s".into()),
+                provider_id: "P".into(),
+                method_name: "m".into(),
+                deadline_ms: 3000,
+                at: 0.0,
+                reason: reason.map(Into::into),
+            };
+            let text = text(&status(&counts.0, &counts.1, None, None), &[&report], &[]);
+            assert!(
+                text.contains(&format!("{kind} P.m (request inspect-1): {why}\n")),
+                "{kind}: {text}"
+            );
         }
     }
 

@@ -208,6 +208,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lists_read_as_written_out() {
+        assert_eq!(listed(&[]), "");
+        assert_eq!(listed(&["ctx.on"]), "ctx.on");
+        assert_eq!(listed(&["a", "b", "c"]), "a, b, c");
+    }
+
+    #[test]
     fn deadline_message_is_the_contract_text() {
         let e = Error::InspectDeadline {
             provider: "Theme".into(),

@@ -115,10 +115,12 @@ mod tests {
     #[test]
     fn insert_get_replace_and_remove_in_any_order() {
         let mut m = IdMap::default();
+        assert!(m.is_empty());
         for id in [5, 1, 9, 3, 7] {
             assert_eq!(m.insert(id, id * 10), None);
         }
         assert_eq!(m.len(), 5);
+        assert!(!m.is_empty());
         assert_eq!(m.ids, [1, 3, 5, 7, 9]);
         assert_eq!(m.values, [10, 30, 50, 70, 90]);
         assert_eq!(m.get(7), Some(&70));

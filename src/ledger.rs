@@ -337,6 +337,40 @@ mod tests {
         assert!(l.latest_of("c", 20).is_empty());
     }
 
+    /// The provider and the command read a session's violations through this
+    /// filter: another session's, and session-less ones, never come out.
+    #[test]
+    fn latest_violations_of_a_session_are_its_own() {
+        let mut l = Ledger::default();
+        for (i, session) in [Some("a"), None, Some("b"), Some(""), Some("a")]
+            .iter()
+            .enumerate()
+        {
+            l.push(Violation {
+                at: 0.0,
+                origin: "claimed",
+                session_id: session.map(Into::into),
+                seq: None,
+                target: None,
+                index: i as u32,
+                value_kind: "string",
+                preview: String::new(),
+                action: "observed",
+                value_id: 1,
+                repeat: false,
+            });
+        }
+        let at = |v: Vec<&Violation>| v.iter().map(|r| r.index).collect::<Vec<_>>();
+        assert_eq!(at(l.latest_of("a", 20)), [0, 4]);
+        assert_eq!(at(l.latest_of("b", 20)), [2]);
+        assert_eq!(
+            at(l.latest_of("", 20)),
+            [3],
+            "an empty id is an id, not a missing one"
+        );
+        assert!(l.latest_of("xyzzy", 20).is_empty());
+    }
+
     #[test]
     fn violations_count_by_action_and_observations_by_value() {
         let mut l = Ledger::default();

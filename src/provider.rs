@@ -342,6 +342,32 @@ mod tests {
         assert_eq!(bounded(small.iter().collect()).len(), 3);
     }
 
+    /// A record weighs the characters of each of its strings, so that an answer
+    /// is bounded whichever field is long.
+    #[test]
+    fn every_string_of_a_record_weighs() {
+        let report = InspectReport {
+            kind: "refused",
+            request_id: "r".into(),
+            session_id: Some("s".repeat(20)),
+            provider_id: "p".repeat(300),
+            method_name: "m".repeat(4_000),
+            deadline_ms: 10,
+            at: 0.0,
+            reason: Some("x".repeat(50_000)),
+        };
+        assert_eq!(report.weight(), 1 + 20 + 300 + 4_000 + 50_000);
+        let mut v = violation(&"v".repeat(7));
+        v.target = Some("next-turn".into());
+        assert_eq!(v.weight(), 1 + 9 + 7, "session, target and preview");
+        assert!(
+            bounded(vec![&report]).is_empty(),
+            "one record over the bound alone is left out"
+        );
+        let fits = violation(&"v".repeat(MAX_ANSWER_CHARS - 1));
+        assert_eq!(bounded(vec![&fits]).len(), 1, "exactly at the bound fits");
+    }
+
     #[test]
     fn the_embedded_manifest_is_provider_json_minified() {
         let source: serde_json::Value =
