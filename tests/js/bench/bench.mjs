@@ -1140,9 +1140,9 @@ if (packageFingerprint() !== fingerprint) {
 
 const rows = []
 const row = (section, measure, un, hg, pj, sd, vs, budget, ok) => rows.push({ section, measure, un, hg, pj, sd, vs, budget, ok })
-/** ✓ held, ✗ failed, ≈ above its bar by less than the bench resolves (`atParity`). */
-const mark = (ok) => (ok === undefined ? '' : ok === PARITY ? '≈' : ok ? '✓' : '✗')
 const PARITY = 'parity'
+/** ✓ held, ✗ failed, ≈ above its bar by no more than the bench resolves (`atParity`). */
+const mark = (ok) => (ok === undefined ? '' : ok === PARITY ? '≈' : ok ? '✓' : '✗')
 /** A figure with its overhead: "5,061 ns (+60 ns ± 112)". */
 const withOver = (r, arm) => (r[arm] === undefined ? '—' : `${ns(r[arm])} (${signedNs(r[`${arm}Over`])} ± ${int(r[`${arm}Spread`])})`)
 /**
@@ -1220,7 +1220,7 @@ if (s2) {
         ? `at or below the plain-JS guard (${r.vs.pj.median.toFixed(3)}×); above the seed's guard (${r.vs.sd.median.toFixed(3)}×) within the floor: the contract's work that guard skips, plain-JS ÷ seed in the same rounds ${times(floor, 3)}`
         : withinCrossing(r)
           ? `above the plain-JS guard (${r.vs.pj.median.toFixed(3)}×) within the crossing floor: at or below the plain-JS guard plus one entry into the guard's wasm per judged batch (÷ that arm ${r.vs.xf.median.toFixed(3)}×; the floor, that arm ÷ plain-JS, ${times(crossingFloor, 3)}); ÷ seed ${r.vs.sd.median.toFixed(3)}×`
-          : `above the plain-JS guard, paired: ${r.vs.pj.median.toFixed(3)}× (÷ seed ${r.vs.sd.median.toFixed(3)}×; plain-JS ÷ seed ${times(floor, 3)}${r.bad ? `; ÷ the plain-JS guard plus one entry into the guard's wasm ${times(r.vs.xf, 3)}` : ''})${atParity(r) ? ', by less than the bench resolves' : ''}`
+          : `above the plain-JS guard, paired: ${r.vs.pj.median.toFixed(3)}× (÷ seed ${r.vs.sd.median.toFixed(3)}×; plain-JS ÷ seed ${times(floor, 3)}${r.bad ? `; ÷ the plain-JS guard plus one entry into the guard's wasm ${times(r.vs.xf, 3)}` : ''})${atParity(r) ? ', by no more than the bench resolves' : ''}`
     row('2', `${name}: per claim (${r.reps} rounds of children, each beside its own unguarded host)`, ns(r.un),
       withAdded(r, 'hg'), withAdded(r, 'pj'), withAdded(r, 'sd'), versus(r), `${budget}; ${resolution(r)}`, claimMark(r))
     chartRow(name, r, 'per claim', { base: r.un })
@@ -1330,17 +1330,16 @@ function summaryTable() {
     // JavaScript, among the rows that decide the mark (above their budget, else at
     // parity within the bench's resolution, else all: a row with bad entries holds
     // within the crossing floor, §2), so the row named is one the mark is for.
-    const above = s2.filter((r) => claimMark(r) === false)
-    const level = s2.filter((r) => claimMark(r) === PARITY)
-    const named = above.length > 0 ? above : level.length > 0 ? level : s2
+    const marks = s2.map(claimMark)
+    const ok = marks.includes(false) ? false : marks.includes(PARITY) ? PARITY : true
+    const named = s2.filter((_, i) => marks[i] === ok)
     const r = named.reduce((a, b) => (b.vs.pj.median > a.vs.pj.median ? b : a))
-    const which = above.length > 0 ? `${above.length} of ${s2.length} rows above budget; the worst`
-      : level.length > 0 ? `${level.length} of ${s2.length} rows at parity, within the bench's resolution (the rest at or below); the highest`
+    const which = ok === false ? `${named.length} of ${s2.length} rows above budget; the worst`
+      : ok === PARITY ? `${named.length} of ${s2.length} rows at parity, within the bench's resolution (the rest at or below); the highest`
         : 'worst row'
     add('Claims (batches of 1, 10, 100; clean and 10% bad), per claim',
       `${which}: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's${r.bad ? `; ${times(r.vs.xf, 3)} the plain-JS guard's with one entry into the guard's wasm (the crossing floor)` : ''}; A/A ${times(r.aa, 3)}`,
-      `÷ seed's guard ${times(r.vs.sd, 3)} (that guard skips escaping, the warn-line bound and value identity)`,
-      above.length > 0 ? false : level.length > 0 ? PARITY : true)
+      `÷ seed's guard ${times(r.vs.sd, 3)} (that guard skips escaping, the warn-line bound and value identity)`, ok)
   }
   const big = s3.filter((x) => x.n >= 100000)
   const [h100, d100] = ['hg', 'sd'].map((arm) => big.find((x) => x.arm === arm))
