@@ -2,7 +2,6 @@
 // import itself, and `state`, through which this module enters the guard
 // (supervisor.js fills in `enter`: a trap stands the guard down and fails the call;
 // a mount while it is down recovers it first).
-import { readFileSync } from 'node:fs'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import * as wasm from './harness_guard.js'
 
@@ -25,6 +24,10 @@ export const host = {
  */
 export function ready() {
   if (state.enter !== undefined) return
+  // `node:fs` is taken here, not imported: importing it as a module builds its
+  // namespace, which loads `fs/promises`, streams and readline, a few ms of the
+  // host's start-up for one read (BENCHMARKS.md, §5).
+  const { readFileSync } = process.getBuiltinModule('node:fs')
   wasm.initSync({ module: new WebAssembly.Module(readFileSync(new URL('./harness_guard_bg.wasm', import.meta.url))) })
   wasm.bindHost(host)
 }
