@@ -451,6 +451,27 @@ describe('installed from the tarball into a fresh consumer project', () => {
     assert.equal(r.restored, true, 'dispose() restored the registry')
   })
 
+  test('importing the package loads no Node built-in of its own: node:fs is taken at the first entry (control: importing node:fs as a module loads fs/promises, streams and readline)', async () => {
+    // The package's own imports, loaded first as a running host has them; then
+    // the Node built-ins each import adds to process.moduleLoadList.
+    const out = await runNode(project, `
+      for (const m of ['@deepseek-ai/cordis', '@deepseek-ai/schemastery', '@deepseek-ai/dsh-llm', '@deepseek-ai/dsh-tools']) await import(m)
+      const added = async (spec) => {
+        const before = new Set(process.moduleLoadList)
+        await import(spec)
+        return process.moduleLoadList.filter((m) => !before.has(m))
+      }
+      const byPackage = await added('${NAME}')
+      const byFs = await added('node:fs')
+      console.log(JSON.stringify({ byPackage, byFs }))
+    `, noRustEnv())
+    assert.equal(out.code, 0, `child failed:\n${out.stderr}`)
+    const r = JSON.parse(out.stdout.trim().split('\n').at(-1))
+    assert.deepEqual(r.byPackage, [], 'the package\'s import loads no built-in its peers had not loaded')
+    assert.ok(r.byFs.includes('NativeModule internal/fs/promises') && r.byFs.some((m) => m.includes('readline')),
+      `control: importing node:fs as a module loads fs/promises and readline (${r.byFs.length} built-ins: ${r.byFs.slice(0, 4).join(', ')}, …)`)
+  })
+
   test('each entry point exports exactly the API the contract and its .d.ts declare', async () => {
     const plugin = await importFrom(NAME, project)
     const guard = await importFrom(`${NAME}/guard`, project)
