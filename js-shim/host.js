@@ -25,8 +25,8 @@ export const host = {
 export function ready() {
   if (state.enter !== undefined) return
   // `node:fs` is taken here, not imported: importing it as a module builds its
-  // namespace, which loads `fs/promises`, streams and readline, a few ms of the
-  // host's start-up for one read (BENCHMARKS.md, §5).
+  // namespace, which loads `fs/promises`, streams and readline: a few ms of the
+  // host's start-up for one read (BENCHMARKS.md's history).
   const { readFileSync } = process.getBuiltinModule('node:fs')
   wasm.initSync({ module: new WebAssembly.Module(readFileSync(new URL('./harness_guard_bg.wasm', import.meta.url))) })
   wasm.bindHost(host)
