@@ -612,7 +612,8 @@ function pairedRounds(kind, arms, reps, params) {
       row.ratios[arm] = got.map((g) => g.ratio)
     }
     row.un = median(uns)
-    for (const peer of arms.filter((arm) => arm !== 'hg' && arm !== 'nl')) row.vs[peer] = pairedRatio(row, 'hg', peer)
+    // The peers and the crossing floor; not the no-op listener (a diagnostic) or the A/A arm (the bench's resolution).
+    for (const peer of arms.filter((arm) => arm !== 'hg' && arm !== 'nl' && arm !== 'aa')) row.vs[peer] = pairedRatio(row, 'hg', peer)
     return row
   }
 }
