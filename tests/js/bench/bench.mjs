@@ -1159,12 +1159,13 @@ const withinCrossing = (r) => r.bad && r.vs.xf.median <= 1
 /**
  * harness-guard optimized from its first call (ht) against the row's bar: its
  * paired ratio to the plain-JS guard or to the crossing floor arm, the lower, with
- * the arm's name. V8 runs a wasm function in its baseline tier
- * (Liftoff) until it has used its tiering budget; the few thousand bad batches of
- * a row leave the guard's rarely-run wasm there, while the peers' JavaScript is
- * optimized within the warm-up. At or below 1, harness-guard's excess over its bar
- * is no more than that tier costs it (harness-guard ÷ ht, the baseline-tier floor).
- * Judged where neither the plain-JS guard nor the crossing floor holds the row.
+ * the arm's name. V8 runs a wasm function in its baseline tier (Liftoff) until it
+ * has used its tiering budget; the few thousand bad batches of a row leave the
+ * guard's rarely-run wasm there, while the plain-JS guard's judging reaches V8's
+ * optimizing compiler within the row. At or below 1, harness-guard's excess over
+ * its bar is no more than that tier costs it (harness-guard ÷ ht, the baseline-tier
+ * floor). Judged where neither the plain-JS guard nor the crossing floor holds the
+ * row.
  */
 const tiered = (r) => {
   const [pj, xf] = ['pj', 'xf'].map((arm) => pairedRatio(r, 'ht', arm).median)
