@@ -127,6 +127,31 @@ pub fn preview(mut head: String, longer: bool, limit: u32) -> String {
     escaped_preview(&head, longer, limit)
 }
 
+/// Whether `text` is longer than `units` UTF-16 units (its JavaScript length),
+/// read off its UTF-8 bytes: a unit takes at least one byte, so a text of no
+/// more bytes is not, and most renderings are decided by their byte length;
+/// else each char is one unit, and a char of four bytes two. A loop over bytes
+/// rather than a char iterator: it runs for every bad entry, rarely enough that
+/// V8 keeps it in its baseline wasm tier, where an iterator's calls stay calls.
+///
+/// ```
+/// use harness_guard::echo::longer_than_units;
+/// assert!(!longer_than_units("ab", 2));
+/// assert!(longer_than_units("abc", 2));
+/// assert!(!longer_than_units("é😀", 3)); // 6 bytes, 3 units
+/// assert!(longer_than_units("é😀", 2));
+/// ```
+pub fn longer_than_units(text: &str, units: usize) -> bool {
+    if text.len() <= units {
+        return false;
+    }
+    let mut n = 0usize;
+    for &b in text.as_bytes() {
+        n += usize::from(b & 0xc0 != 0x80) + usize::from(b >= 0xf0);
+    }
+    n > units
+}
+
 /// [`preview`] char by char: the general case, and the reference of its
 /// printable-ASCII shortcut.
 fn escaped_preview(head: &str, longer: bool, limit: usize) -> String {
@@ -169,6 +194,26 @@ mod tests {
 
     fn units(s: &str) -> usize {
         s.encode_utf16().count()
+    }
+
+    #[test]
+    fn longer_than_units_agrees_with_the_utf16_length() {
+        // One, two, three and four bytes a char, and a text of each alone.
+        let mixed = "a\u{7f}é\u{80}\u{7ff}\u{800}€\u{ffff}\u{10000}😀\u{10ffff}z";
+        let texts = ["", "ascii only", "éééé", "€€", "😀😀😀", mixed];
+        for text in texts {
+            let ends = text.char_indices().map(|(i, _)| i).chain([text.len()]);
+            for end in ends {
+                let prefix = &text[..end];
+                for limit in 0..=units(prefix) + 2 {
+                    assert_eq!(
+                        longer_than_units(prefix, limit),
+                        units(prefix) > limit,
+                        "{prefix:?} against {limit} units"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -187,7 +187,6 @@ impl Probe {
     /// boundary's shapes.js): the low 4 bits are the value's type; an object carries 4 bits each
     /// for `id`, `role`, `content` and `source`, from bit 4 up.
     pub fn from_code(c: u32) -> Self {
-        let [id, role, content, source] = code::SHIFTS.map(|at| Field::from_code((c >> at) & 0xf));
         match c & 0xf {
             code::T_STRING => Probe::String,
             code::T_FINITE => Probe::Number { finite: true },
@@ -199,12 +198,18 @@ impl Probe {
             code::T_SYMBOL => Probe::Symbol,
             code::T_FUNCTION => Probe::Function,
             code::T_ARRAY => Probe::Array,
-            code::T_OBJECT => Probe::Object {
-                id,
-                role,
-                content,
-                source,
-            },
+            code::T_OBJECT => {
+                // Each field by its shift, with no array built: this runs for every bad
+                // entry, where V8 keeps the wasm unoptimized and an array `map` is calls.
+                let [id, role, content, source] = code::SHIFTS;
+                let field = |at: u32| Field::from_code((c >> at) & 0xf);
+                Probe::Object {
+                    id: field(id),
+                    role: field(role),
+                    content: field(content),
+                    source: field(source),
+                }
+            }
             _ => Probe::Unreadable,
         }
     }

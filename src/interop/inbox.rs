@@ -541,10 +541,10 @@ fn sanitize_batch(
     let mut left = codes.len();
     let mut found = Vec::new();
     for (i, code) in indexed(&codes).rev() {
-        let probe = Probe::from_code(code);
         if !deep && code == MESSAGE_CODE {
             continue;
         }
+        let probe = Probe::from_code(code);
         // Only a message-shaped entry of a batch not known to be the host's own
         // is read as a value here (for its plain copy); the rest is done by index.
         let (class, copy) = if deep {

@@ -268,7 +268,7 @@ pub(super) fn head_units(chars: u32) -> u32 {
 /// rendering is longer (JavaScript reads one unit more than it keeps).
 pub(super) fn head(text: String, chars: u32) -> (String, bool) {
     let units = usize::try_from(head_units(chars)).unwrap_or(usize::MAX);
-    let longer = text.encode_utf16().count() > units;
+    let longer = crate::echo::longer_than_units(&text, units);
     (text, longer)
 }
 
