@@ -623,6 +623,22 @@ function pairedRounds(kind, arms, reps, params) {
 
 // ---- section 2: claim overhead ----------------------------------------------------------
 
+/**
+ * harness-guard optimized from its first call (ht) against the row's bar: its
+ * paired ratio to the plain-JS guard or to the crossing floor arm, the lower, with
+ * the arm's name. V8 runs a wasm function in its baseline tier (Liftoff) until it
+ * has used its tiering budget; the few thousand bad batches of a row leave the
+ * guard's rarely-run wasm there, while the plain-JS guard's judging reaches V8's
+ * optimizing compiler within the row. At or below 1, harness-guard's excess over
+ * its bar is no more than that tier costs it (harness-guard ÷ ht, the baseline-tier
+ * floor). Judged where neither the plain-JS guard nor the crossing floor holds the
+ * row.
+ */
+function tierOf(r) {
+  const [pj, xf] = ['pj', 'xf'].map((arm) => pairedRatio(r, 'ht', arm).median)
+  return pj <= xf ? { ratio: pj, arm: 'the plain-JS guard' } : { ratio: xf, arm: 'the crossing floor arm' }
+}
+
 async function claims() {
   const reps = QUICK ? 2 : 5
   const rows = pairedRounds('claims', ['hg', 'pj', 'sd', 'nl', 'xf', 'aa', 'ht'], reps, CLAIM_CYCLES)
@@ -631,6 +647,8 @@ async function claims() {
     const r = { size, bad, reps, ...rows(rowKey(size, bad)) }
     // The bench's resolution on this row: the plain-JS guard ÷ itself, paired in the same rounds.
     r.aa = pairedRatio(r, 'aa', 'pj')
+    // On a row with bad entries, the baseline-tier arm against the row's bar (`withinTier`).
+    if (bad) r.tier = tierOf(r)
     results.push(r)
     progress(`batch ${size}${bad ? ', 10% bad' : ', clean'}: per claim unguarded ${ns(r.un)}, harness-guard ${ns(r.hg)} (${signedNs(r.over.hg)}), plain-JS ${ns(r.pj)} (${signedNs(r.over.pj)}), seed ${ns(r.sd)} (${signedNs(r.over.sd)}), no-op listener ${signedNs(r.over.nl)}; paired ÷ plain-JS ${times(r.vs.pj)}, ÷ seed ${times(r.vs.sd)}${bad ? `, ÷ (plain-JS + one crossing) ${times(r.vs.xf)}, ÷ (harness-guard, wasm optimized from its first call) ${times(r.vs.ht)}` : ''}; A/A (plain-JS ÷ itself) ${times(r.aa)}`)
   }
@@ -1153,25 +1171,11 @@ const withOver = (r, arm) => (r[arm] === undefined ? '—' : `${ns(r[arm])} (${s
 /**
  * Whether a claim row holds its budget: at or below the plain-JS guard, or, with
  * bad entries, at or below the crossing floor arm (xf: the plain-JS guard plus
- * the one entry into wasm such a batch costs; a clean batch never crosses).
+ * the one entry into wasm such a batch costs; a clean batch never crosses), or
+ * within the baseline-tier floor (`tierOf`, where neither of those holds).
  */
 const withinCrossing = (r) => r.bad && r.vs.xf.median <= 1
-/**
- * harness-guard optimized from its first call (ht) against the row's bar: its
- * paired ratio to the plain-JS guard or to the crossing floor arm, the lower, with
- * the arm's name. V8 runs a wasm function in its baseline tier (Liftoff) until it
- * has used its tiering budget; the few thousand bad batches of a row leave the
- * guard's rarely-run wasm there, while the plain-JS guard's judging reaches V8's
- * optimizing compiler within the row. At or below 1, harness-guard's excess over
- * its bar is no more than that tier costs it (harness-guard ÷ ht, the baseline-tier
- * floor). Judged where neither the plain-JS guard nor the crossing floor holds the
- * row.
- */
-const tiered = (r) => {
-  const [pj, xf] = ['pj', 'xf'].map((arm) => pairedRatio(r, 'ht', arm).median)
-  return pj <= xf ? { ratio: pj, arm: 'the plain-JS guard' } : { ratio: xf, arm: 'the crossing floor arm' }
-}
-const withinTier = (r) => r.bad && r.vs.pj.median > 1 && !withinCrossing(r) && tiered(r).ratio <= 1
+const withinTier = (r) => r.bad && r.vs.pj.median > 1 && !withinCrossing(r) && r.tier.ratio <= 1
 const claimHolds = (r) => r.vs.pj.median <= 1 || withinCrossing(r) || withinTier(r)
 /**
  * The bench's resolution on a claim row: how far from 1 the A/A arm (the
@@ -1242,8 +1246,8 @@ if (s2) {
         : withinCrossing(r)
           ? `above the plain-JS guard (${r.vs.pj.median.toFixed(3)}×) within the crossing floor: at or below the plain-JS guard plus one entry into the guard's wasm per judged batch (÷ that arm ${r.vs.xf.median.toFixed(3)}×; the floor, that arm ÷ plain-JS, ${times(crossingFloor, 3)}); ÷ seed ${r.vs.sd.median.toFixed(3)}×`
           : withinTier(r)
-            ? `above the plain-JS guard (${r.vs.pj.median.toFixed(3)}×) and the crossing floor arm (${r.vs.xf.median.toFixed(3)}×) within the baseline-tier floor: the same guard with its wasm optimized from its first call (--no-liftoff in its children) reads ${tiered(r).ratio.toFixed(3)}× ${tiered(r).arm}; the floor, harness-guard ÷ that arm, ${times(r.vs.ht, 3)}; ÷ seed ${r.vs.sd.median.toFixed(3)}×`
-            : `above the plain-JS guard, paired: ${r.vs.pj.median.toFixed(3)}× (÷ seed ${r.vs.sd.median.toFixed(3)}×; plain-JS ÷ seed ${times(floor, 3)}${r.bad ? `; ÷ the plain-JS guard plus one entry into the guard's wasm ${times(r.vs.xf, 3)}; the same guard with its wasm optimized from its first call ${tiered(r).ratio.toFixed(3)}× ${tiered(r).arm}` : ''})${atParity(r) ? ', by no more than the bench resolves' : ''}`
+            ? `above the plain-JS guard (${r.vs.pj.median.toFixed(3)}×) and the crossing floor arm (${r.vs.xf.median.toFixed(3)}×) within the baseline-tier floor: the same guard with its wasm optimized from its first call (--no-liftoff in its children) reads ${r.tier.ratio.toFixed(3)}× ${r.tier.arm}; the floor, harness-guard ÷ that arm, ${times(r.vs.ht, 3)}; ÷ seed ${r.vs.sd.median.toFixed(3)}×`
+            : `above the plain-JS guard, paired: ${r.vs.pj.median.toFixed(3)}× (÷ seed ${r.vs.sd.median.toFixed(3)}×; plain-JS ÷ seed ${times(floor, 3)}${r.bad ? `; ÷ the plain-JS guard plus one entry into the guard's wasm ${times(r.vs.xf, 3)}; the same guard with its wasm optimized from its first call ${r.tier.ratio.toFixed(3)}× ${r.tier.arm}` : ''})${atParity(r) ? ', by no more than the bench resolves' : ''}`
     row('2', `${name}: per claim (${r.reps} rounds of children, each beside its own unguarded host)`, ns(r.un),
       withAdded(r, 'hg'), withAdded(r, 'pj'), withAdded(r, 'sd'), versus(r), `${budget}; ${resolution(r)}`, claimMark(r))
     chartRow(name, r, 'per claim', { base: r.un })
@@ -1362,7 +1366,7 @@ function summaryTable() {
       : ok === PARITY ? `${named.length} of ${s2.length} rows at parity, within the bench's resolution (the rest at or below); the highest`
         : 'worst row'
     add('Claims (batches of 1, 10, 100; clean and 10% bad), per claim',
-      `${which}: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's${r.bad ? `; ${times(r.vs.xf, 3)} the plain-JS guard's with one entry into the guard's wasm (the crossing floor)` : ''}${withinTier(r) ? `; harness-guard with its wasm optimized from its first call ${tiered(r).ratio.toFixed(3)}× ${tiered(r).arm}'s (the baseline-tier floor ${times(r.vs.ht, 3)})` : ''}; A/A ${times(r.aa, 3)}`,
+      `${which}: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's${r.bad ? `; ${times(r.vs.xf, 3)} the plain-JS guard's with one entry into the guard's wasm (the crossing floor)` : ''}${withinTier(r) ? `; harness-guard with its wasm optimized from its first call ${r.tier.ratio.toFixed(3)}× ${r.tier.arm}'s (the baseline-tier floor ${times(r.vs.ht, 3)})` : ''}; A/A ${times(r.aa, 3)}`,
       `÷ seed's guard ${times(r.vs.sd, 3)} (that guard skips escaping, the warn-line bound and value identity)`, ok)
   }
   const big = s3.filter((x) => x.n >= 100000)
