@@ -145,9 +145,16 @@ test-rust:
 	cargo test --doc
 	cargo test --test properties -- --show-output
 
+# The runner's exit status alone is not enough: a failed async test can leave the
+# rest waiting, and Node then exits 0 with the loop drained, before the summary. So
+# the run passes only with its summary line, `test result: ok`.
 test-wasm: tools $(RIG_STAMP)
+	@rm -f target/test-wasm.log
 	PATH="$(dir $(NODE)):$$PATH" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=$(TEST_RUNNER) \
-	  cargo test --target wasm32-unknown-unknown --test node
+	  cargo test --target wasm32-unknown-unknown --test node > target/test-wasm.log 2>&1; \
+	  status=$$?; cat target/test-wasm.log; test $$status -eq 0 || exit $$status; \
+	  grep -q '^test result: ok' target/test-wasm.log || \
+	  { echo "test-wasm: the run ended without its summary line: a test failed or was left waiting"; exit 1; }
 
 # The package test checks the peer ranges against what every rig installed.
 test-js: $(INSTALLED) $(FAULTS_INSTALLED) $(NEXT_STAMP) $(NODE22_STAMP)

@@ -92,6 +92,36 @@ mod exports {
         interop::reapply(&record).map_err(|e| to_js_error(&e))
     }
 
+    // The ways into a started instance (but a claim's, a closure: see
+    // runtime.rs). The JavaScript side calls them as the instance's own wasm
+    // exports, handed over when it starts (`configure` in trampolines.js), not
+    // through the glue: they take numbers and host values only, so nothing needs
+    // converting, and each instance hands over its own.
+
+    /// A trampoline's call: `token` names what it serves (see trampolines.js).
+    #[wasm_bindgen]
+    pub fn dispatch(token: u32, previous: &JsValue, this: &JsValue, args: &Array) -> JsValue {
+        interop::dispatch(token, previous, this, args)
+    }
+
+    /// A client query the registry made wait: its flight's key, or -1 (see flights.js).
+    #[wasm_bindgen]
+    pub fn begin(guard: u32, started_at: f64, unannounced: bool) -> f64 {
+        interop::begin(guard, started_at, unannounced)
+    }
+
+    /// The registry settled the flight of `key` first.
+    #[wasm_bindgen]
+    pub fn settle(key: f64) {
+        interop::settle(key);
+    }
+
+    /// The deadline timer fired: `[key, code, message, …]`, the endings to deliver.
+    #[wasm_bindgen]
+    pub fn tick() -> Array {
+        interop::tick()
+    }
+
     /// After a fault: `[giveUp, afterMs]`, given the monotonic times of the
     /// recoveries so far and now (see [`crate::recovery`]).
     #[wasm_bindgen(js_name = recoveryPlan)]

@@ -360,7 +360,7 @@ export function deliver(work) {
  * delivery. Never throws: a throw out of a timer would end the host process.
  */
 export function onDeadline() {
-  if (life.down || life.tick === undefined) return
+  if (life.down) return
   life.depth += 1
   try {
     deliver(life.tick())

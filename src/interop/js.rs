@@ -16,7 +16,12 @@ use crate::error::Error;
 
 #[wasm_bindgen(module = "/src/interop/trampolines.js")]
 extern "C" {
-    pub(super) fn configure(constants: &JsValue, shape: &JsValue, entries: &Array);
+    pub(super) fn configure(
+        constants: &JsValue,
+        shape: &JsValue,
+        exports: &JsValue,
+        claim: &JsValue,
+    );
     #[wasm_bindgen(js_name = makeMethod)]
     pub(super) fn make_method(
         token: u32,

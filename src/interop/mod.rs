@@ -32,6 +32,6 @@ pub use fault::inject as inject_fault;
 pub use js::skew_clock;
 pub use js::{original_of, raw_config, to_js, to_js_error};
 pub use runtime::{
-    apply, bind_host, cancel_recovery, in_flight, install_inspect_client_guard, reapply,
-    recovery_plan, schedule_recovery,
+    apply, begin, bind_host, cancel_recovery, dispatch, in_flight, install_inspect_client_guard,
+    reapply, recovery_plan, schedule_recovery, settle, tick,
 };

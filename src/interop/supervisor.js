@@ -41,8 +41,13 @@ export const life = {
   recent: [],
   /** `{ point, at }` of the last fault. */
   lastFault: undefined,
-  /** The current instance's entry points (set by `configure`). */
+  /**
+   * The ways into the current instance, its own wasm exports (set by `configure`):
+   * a trampoline's call, a claimed batch that needs the guard, and a client
+   * query's flight begun, settled first, and ended by the deadline timer.
+   */
   dispatch: undefined,
+  claim: undefined,
   begin: undefined,
   settle: undefined,
   tick: undefined,

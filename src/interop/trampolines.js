@@ -2,9 +2,9 @@
 // effects, the provider and the command), each of which enters the current
 // instance with the token Rust gave it.
 //
-// Every trampoline calls one of a few closures an instance makes once
-// (`configure`), so no closure is made per call or per patch. Each belongs to
-// the instance (generation) that made it: once that instance faulted, or was
+// Every trampoline enters wasm through one of a few of the instance's own exports
+// (`life.dispatch` and the like, see `configure`), so nothing is made per call or
+// per patch. Each belongs to the instance (generation) that made it: once that instance faulted, or was
 // replaced, it forwards to what it replaced, or answers a copy of a fallback
 // Rust made in advance, and never enters wasm again (see supervisor.js). Every
 // entry counts itself in `life.depth` and leaves through `left()`.
@@ -23,17 +23,20 @@ import { fail, faultFacts, left, life } from './supervisor.js'
 
 /**
  * A new instance: its constants (field names, event names, texts and the
- * shape-code layout), and the entry points every trampoline of this generation
- * calls.
+ * shape-code layout), and the ways every trampoline of this generation enters
+ * it: its wasm exports, which take numbers and host values only and so are
+ * called as they are, with no glue between (a recovery's fresh instance hands
+ * over its own), and the claim entry, a closure whose glue converts the batch's
+ * shape codes and session id.
  */
-export function configure(constants, shape, [dispatch, claim, begin, settle, tick]) {
+export function configure(constants, shape, exports, claim) {
   life.gen += 1
   life.K = interned({ ...constants, shape })
-  life.dispatch = dispatch
+  life.dispatch = exports.dispatch
   life.claim = claim
-  life.begin = begin
-  life.settle = settle
-  life.tick = tick
+  life.begin = exports.begin
+  life.settle = exports.settle
+  life.tick = exports.tick
   setLayout(life.K.shape, life.K.messageCode)
 }
 
