@@ -108,15 +108,42 @@ pub struct Query {
     pub grace_ms: u32,
 }
 
+/// Where a flight stands: waiting, or how the guard ended it (a refusal's text
+/// stays in the flight's `refusal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Waiting,
+    Deadline,
+    Refused,
+    Disposed,
+}
+
 /// One flight. Its request id and asking agent stay on the JavaScript side, which
-/// finds a flight's key by its request id: nothing of it is a string here.
+/// finds a flight's key by its request id: nothing of it is a string here. The
+/// rare part, a page's refusal, is boxed: a slot of the table is 32 bytes.
 #[derive(Debug)]
 struct Flight {
     query: Query,
     generation: u32,
     deadline_at: Millis,
-    refusal: Option<Refusal>,
-    ending: Option<Ending>,
+    refusal: Option<Box<Refusal>>,
+    stage: Stage,
+}
+
+impl Flight {
+    const fn waits(&self) -> bool {
+        matches!(self.stage, Stage::Waiting)
+    }
+
+    /// How the guard ended the flight, taking its refusal; `None` while it waits.
+    fn into_ending(self) -> Option<Ending> {
+        match (self.stage, self.refusal) {
+            (Stage::Waiting, _) => None,
+            (Stage::Refused, Some(refusal)) => Some(Ending::Refused(*refusal)),
+            (Stage::Disposed, _) => Some(Ending::Disposed),
+            (Stage::Deadline | Stage::Refused, _) => Some(Ending::Deadline),
+        }
+    }
 }
 
 /// A flight taken off the table, with what the guard decided about it, if anything.
@@ -226,7 +253,7 @@ impl Flights {
                 generation,
                 deadline_at,
                 refusal: None,
-                ending: None,
+                stage: Stage::Waiting,
             });
         }
         self.live += 1;
@@ -262,7 +289,7 @@ impl Flights {
     /// The query of a flight still waiting (not ended by the guard), if any.
     pub fn waiting(&self, key: FlightKey) -> Option<&Query> {
         match self.table.get(key.slot as usize) {
-            Some(Some(f)) if f.generation == key.generation && f.ending.is_none() => Some(&f.query),
+            Some(Some(f)) if f.generation == key.generation && f.waits() => Some(&f.query),
             _ => None,
         }
     }
@@ -283,7 +310,7 @@ impl Flights {
         let Some(flight) = self.flight_at(key) else {
             return RefusalEffect::Ignored;
         };
-        if flight.ending.is_some() || !from_asker {
+        if !flight.waits() || !from_asker {
             return RefusalEffect::Ignored;
         }
         // The deadline passed first (the timer is only late): it decides.
@@ -293,7 +320,7 @@ impl Flights {
         if flight.refusal.is_some() {
             return RefusalEffect::Repeated;
         }
-        flight.refusal = Some(refusal);
+        flight.refusal = Some(Box::new(refusal));
         let due = (now + f64::from(flight.query.grace_ms)).min(flight.deadline_at);
         let entry = Reverse((micros(due), key.slot, flight.generation));
         self.heap.push(entry);
@@ -316,7 +343,7 @@ impl Flights {
     fn is_current(&self, slot: Slot, generation: u32) -> bool {
         matches!(
             self.table.get(slot as usize),
-            Some(Some(f)) if f.generation == generation && f.ending.is_none()
+            Some(Some(f)) if f.generation == generation && f.waits()
         )
     }
 
@@ -339,11 +366,16 @@ impl Flights {
                 continue;
             }
             if let Some(flight) = self.flight_mut(slot) {
-                let ending = match flight.refusal.clone() {
-                    Some(refusal) => Ending::Refused(refusal),
-                    None => Ending::Deadline,
+                let ending = match &flight.refusal {
+                    Some(refusal) => {
+                        flight.stage = Stage::Refused;
+                        Ending::Refused(Refusal::clone(refusal))
+                    }
+                    None => {
+                        flight.stage = Stage::Deadline;
+                        Ending::Deadline
+                    }
                 };
-                flight.ending = Some(ending.clone());
                 ended.push((FlightKey { slot, generation }, ending));
             }
         }
@@ -355,8 +387,8 @@ impl Flights {
         let mut ended = Vec::new();
         for (slot, cell) in self.table.iter_mut().enumerate() {
             if let Some(flight) = cell {
-                if flight.query.guard == guard && flight.ending.is_none() {
-                    flight.ending = Some(Ending::Disposed);
+                if flight.query.guard == guard && flight.waits() {
+                    flight.stage = Stage::Disposed;
                     // The table is indexed by Slot, so every index fits one.
                     #[allow(clippy::cast_possible_truncation)]
                     ended.push(FlightKey {
@@ -382,7 +414,7 @@ impl Flights {
         self.compact();
         Some(Landed {
             query: flight.query,
-            ending: flight.ending,
+            ending: flight.into_ending(),
         })
     }
 
@@ -397,7 +429,7 @@ impl Flights {
                 .filter(|Reverse((_, slot, generation))| {
                     matches!(
                         table.get(*slot as usize),
-                        Some(Some(f)) if f.generation == *generation && f.ending.is_none()
+                        Some(Some(f)) if f.generation == *generation && f.waits()
                     )
                 })
                 .collect();
@@ -828,6 +860,14 @@ mod tests {
             "nor can it refuse it"
         );
         assert!(f.waiting(b).is_some());
+    }
+
+    #[test]
+    fn a_slot_of_the_table_stays_a_few_words() {
+        // The refusal is boxed: unboxed, its two strings would more than double
+        // every slot (32 bytes on wasm32, 40 here), waiting or not.
+        let words = 3 * std::mem::size_of::<f64>() + 2 * std::mem::size_of::<usize>();
+        assert!(std::mem::size_of::<Option<Flight>>() <= words);
     }
 
     #[test]
