@@ -42,9 +42,9 @@ export const life = {
   /** `{ point, at }` of the last fault. */
   lastFault: undefined,
   /**
-   * The ways into the current instance, its own wasm exports (set by `configure`):
-   * a trampoline's call, a claimed batch that needs the guard, and a client
-   * query's flight begun, settled first, and ended by the deadline timer.
+   * The ways into the current instance (set by `configure`): a trampoline's call,
+   * a claimed batch that needs the guard (a closure), and a client query's flight
+   * begun, settled first, and ended by the deadline timer (the instance's exports).
    */
   dispatch: undefined,
   claim: undefined,

@@ -2,12 +2,13 @@
 // effects, the provider and the command), each of which enters the current
 // instance with the token Rust gave it.
 //
-// Every trampoline enters wasm through one of a few of the instance's own exports
-// (`life.dispatch` and the like, see `configure`), so nothing is made per call or
-// per patch. Each belongs to the instance (generation) that made it: once that instance faulted, or was
-// replaced, it forwards to what it replaced, or answers a copy of a fallback
-// Rust made in advance, and never enters wasm again (see supervisor.js). Every
-// entry counts itself in `life.depth` and leaves through `left()`.
+// Every trampoline enters wasm through one of a few ways the instance handed
+// over when it started (`configure`), so nothing is made per call or per patch.
+// Each belongs to the instance (generation) that made it: once that instance
+// faulted, or was replaced, it forwards to what it replaced, or answers a copy
+// of a fallback Rust made in advance, and never enters wasm again (see
+// supervisor.js). Every entry counts itself in `life.depth` and leaves through
+// `left()`.
 //
 // Listeners are arrow functions: none needs its `this`, and handed to cordis an
 // arrow costs the host's dispatch less than a `function` (docs/ARCHITECTURE.md,
