@@ -1,5 +1,6 @@
 //! Bounded records of what the guards did, with running counts.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -160,8 +161,9 @@ pub struct Violation {
     pub session_id: Option<String>,
     /// The session log seq of the durable write (durable records only).
     pub seq: Option<f64>,
-    /// The inbox list: `next-turn` or `next-step`.
-    pub target: Option<String>,
+    /// The inbox list: `next-turn` or `next-step` (a host's own name only from a
+    /// durable write's event; the guard's are static).
+    pub target: Option<Cow<'static, str>>,
     /// Position in the list or claimed batch.
     pub index: u32,
     /// `typeof` name of the value (or `null` / `array`).

@@ -253,7 +253,7 @@ impl Weight for InspectReport {
 impl Weight for Violation {
     fn weight(&self) -> usize {
         self.session_id.as_ref().map_or(0, String::len)
-            + self.target.as_ref().map_or(0, String::len)
+            + self.target.as_ref().map_or(0, |t| t.len())
             + self.preview.len()
     }
 }

@@ -15,6 +15,7 @@
 //! values the host cannot read as the guard did: those are judged by their plain
 //! copy (see [`crate::inbox::judge_copy`]), and the copy is what the turn gets.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -375,7 +376,13 @@ pub(super) fn claim(guard: u32, claimed: Claimed) -> bool {
         claimed.foreign,
         &session,
         Sighted::ByClaim,
-        |i| Some(if i < split { "next-step" } else { "next-turn" }.to_owned()),
+        |i| {
+            Some(Cow::Borrowed(if i < split {
+                "next-step"
+            } else {
+                "next-turn"
+            }))
+        },
     );
     before > 0 && left == 0 && for_turn && next_turn > 0
 }
@@ -457,7 +464,7 @@ pub(super) fn session_event(guard: u32, session: &JsValue, event: &JsValue) {
                 origin: "durable",
                 session_id: session_id.clone(),
                 seq: *seq,
-                target: target.clone(),
+                target: target.clone().map(Cow::Owned),
                 index: to_index(*start + f64::from(i)),
             },
             sighting,
@@ -499,7 +506,7 @@ struct Place {
     origin: &'static str,
     session_id: Option<String>,
     seq: Option<f64>,
-    target: Option<String>,
+    target: Option<Cow<'static, str>>,
     index: u32,
 }
 
@@ -536,7 +543,7 @@ fn sanitize_batch(
     deep: bool,
     session: &Session<'_>,
     sighted: Sighted,
-    target_of: impl Fn(u32) -> Option<String>,
+    target_of: impl Fn(u32) -> Option<Cow<'static, str>>,
 ) -> usize {
     let mut left = codes.len();
     let mut found = Vec::new();
@@ -695,7 +702,7 @@ fn sweep_pending(cx: &Ctx, inbox: &JsValue, session: &Session<'_>) {
                 origin: "pending",
                 session_id: session_id.map(str::to_owned),
                 seq: None,
-                target: Some(target.to_owned()),
+                target: Some(Cow::Borrowed(target)),
                 index: i,
             },
             sighting,
