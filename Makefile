@@ -149,7 +149,7 @@ test-rust:
 # rest waiting, and Node then exits 0 with the loop drained, before the summary. So
 # the run passes only with its summary line, `test result: ok`.
 test-wasm: tools $(RIG_STAMP)
-	@rm -f target/test-wasm.log
+	@mkdir -p target && rm -f target/test-wasm.log
 	PATH="$(dir $(NODE)):$$PATH" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=$(TEST_RUNNER) \
 	  cargo test --target wasm32-unknown-unknown --test node > target/test-wasm.log 2>&1; \
 	  status=$$?; cat target/test-wasm.log; test $$status -eq 0 || exit $$status; \
