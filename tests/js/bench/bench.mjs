@@ -37,6 +37,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statS
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks'
 import { gzipSync } from 'node:zlib'
 
 import { Context } from '@deepseek-ai/cordis'
@@ -122,6 +123,8 @@ const signedNs = (n) => `${n >= 0 ? '+' : '−'}${int(Math.abs(n))} ns`
 const ms = (n, digits = 1) => `${n.toFixed(digits)} ms`
 const kib = (b) => `${(b / 1024).toLocaleString('en-US', { maximumFractionDigits: 1 })} KiB`
 const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`
+/** Section 3's longest collection pause of each child while its queries ended, its kind named past 50 ms. */
+const pauses = (r) => `${r.pauses.map(([t, kind]) => `${t.toFixed(1)}${t >= 50 ? ` (${kind})` : ''}`).join(', ')} ms`
 
 /** Least-squares slope of y over x, with its standard error. */
 function slope(points) {
@@ -704,6 +707,7 @@ async function scaleChild({ arm, n, deadlineMs }) {
     peakWasm = Math.max(peakWasm, wasmBytes())
   }
   const sampler = setInterval(sample, 20)
+  const collections = observeCollections()
   const starts = new Float64Array(n)
   const ends = new Float64Array(n)
   let wrongCode = 0
@@ -738,6 +742,9 @@ async function scaleChild({ arm, n, deadlineMs }) {
   await tick()
   await new Promise((resolve) => setTimeout(resolve, 5))
   const timeouts = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+  // A stop-the-world pause delays every query that falls due during it, whatever
+  // ends them: the longest one from the first deadline to the last rejection.
+  const pause = collections.longest(t0 + deadlineMs, t0 + allMs)
   const inFlight = arm === 'hg' ? pkg.glue.inFlight() : undefined
   const pending = host.raw.pending.size
   await dispose()
@@ -746,6 +753,31 @@ async function scaleChild({ arm, n, deadlineMs }) {
     p50: percentile(late, 50), p99: percentile(late, 99), max: late[late.length - 1], min: late[0],
     baseRss, peakRss, maxRss: process.resourceUsage().maxRSS * 1024, baseWasm, peakWasm,
     pending, timeouts, flights: inFlight?.[0], timerArmed: inFlight?.[1], wrongCode, resolved,
+    pauseMs: pause.ms, pauseKind: pause.kind,
+  }
+}
+
+/**
+ * The process's garbage collections from now on (Node's `gc` performance entries):
+ * `longest(from, to)` is the longest pause that overlaps [from, to] (ms on
+ * `performance.now()`'s clock), with its kind, and stops observing.
+ */
+function observeCollections() {
+  const seen = []
+  const observer = new PerformanceObserver((list) => { seen.push(...list.getEntries()) })
+  observer.observe({ entryTypes: ['gc'] })
+  const KINDS = [[perfConstants.NODE_PERFORMANCE_GC_MAJOR, 'mark-compact'], [perfConstants.NODE_PERFORMANCE_GC_MINOR, 'scavenge']]
+  return {
+    longest(from, to) {
+      seen.push(...observer.takeRecords())
+      observer.disconnect()
+      let longest = { ms: 0, kind: 'none' }
+      for (const entry of seen) {
+        if (entry.startTime + entry.duration < from || entry.startTime > to || entry.duration <= longest.ms) continue
+        longest = { ms: entry.duration, kind: KINDS.find(([bit]) => entry.detail?.kind & bit)?.[1] ?? 'other' }
+      }
+      return longest
+    },
   }
 }
 
@@ -1103,7 +1135,7 @@ if (runs(3)) {
       const r = {
         arm, n, reps, deadlineMs,
         issuedMs: pick('issuedMs'), allMs: pick('allMs'), p50: pick('p50'), p99: pick('p99'), max: pick('max'),
-        p99s: results.map((x) => x.p99),
+        p99s: results.map((x) => x.p99), pauses: results.map((x) => [x.pauseMs, x.pauseKind]),
         baseRss: pick('baseRss'), peakRss: pick('peakRss'), maxRss: pick('maxRss'), baseWasm: pick('baseWasm'), peakWasm: pick('peakWasm'),
         pending: worst('pending'), timeouts: worst('timeouts'), flights: arm === 'hg' ? worst('flights') : undefined,
         wrongCode: worst('wrongCode') + worst('resolved'),
@@ -1113,7 +1145,7 @@ if (runs(3)) {
         progress(`${int(n)} unguarded: issued in ${ms(r.issuedMs, 0)}, peak RSS ${mib(r.maxRss)} (+${mib(r.peakRss - r.baseRss)}); nothing ends them (the bench cancels them)`)
         continue
       }
-      progress(`${int(n)} ${ARM_NAMES[arm]}: all rejected after ${ms(r.allMs, 0)} (issued in ${ms(r.issuedMs, 0)}), lateness p50 ${ms(r.p50)} p99 ${ms(r.p99)}${reps > 1 ? ` (${r.p99s.map((x) => x.toFixed(1)).join(', ')})` : ''} max ${ms(r.max)}, peak RSS ${mib(r.maxRss)}, pending ${r.pending}, Timeouts ${r.timeouts}`)
+      progress(`${int(n)} ${ARM_NAMES[arm]}: all rejected after ${ms(r.allMs, 0)} (issued in ${ms(r.issuedMs, 0)}), lateness p50 ${ms(r.p50)} p99 ${ms(r.p99)}${reps > 1 ? ` (${r.p99s.map((x) => x.toFixed(1)).join(', ')})` : ''} max ${ms(r.max)}, longest GC pause while they ended ${pauses(r)}, peak RSS ${mib(r.maxRss)}, pending ${r.pending}, Timeouts ${r.timeouts}`)
     }
   }
   if (SIZES === undefined || SIZES.includes(HEAP_N)) {
@@ -1269,7 +1301,7 @@ if (s3.length) {
       row('3', `${int(n)} unanswered (deadline ${int(deadline)} ms): all rejected after (issuing took)`, cell(u, (x) => `never (${ms(x.issuedMs, 0)})`),
         cell(h, (x) => `${ms(x.allMs, 0)} (${ms(x.issuedMs, 0)})`), cell(p, (x) => `${ms(x.allMs, 0)} (${ms(x.issuedMs, 0)})`), cell(d, (x) => `${ms(x.allMs, 0)} (${ms(x.issuedMs, 0)})`), '—', '—')
     }
-    const late = (x) => `${ms(x.p50)} / ${ms(x.p99)} / ${ms(x.max)}${x.reps > 1 ? ` (p99 of ${x.reps} children: ${x.p99s.map((y) => y.toFixed(1)).join(', ')})` : ''}`
+    const late = (x) => `${ms(x.p50)} / ${ms(x.p99)} / ${ms(x.max)}${x.reps > 1 ? ` (p99 of ${x.reps} children: ${x.p99s.map((y) => y.toFixed(1)).join(', ')})` : ''}; longest GC pause while they ended${x.reps > 1 ? ', per child' : ''}: ${pauses(x)}`
     // At 100,000: harness-guard's p99 at or below the seed's guard's, the medians of
     // three children each in this run (the two have the host's same heap to collect).
     const vsSeed = big && h && d ? h.p99 <= d.p99 : undefined
