@@ -1133,7 +1133,7 @@ const BURST = QUICK ? 5000 : 20000
 const DEADLINES = { 1000: 500, 3000: 800, 10000: 1500, 30000: 4000, 100000: 12000, 300000: 36000 }
 const HEAP_N = QUICK ? 10000 : 100000
 const scaleArms = (ARMS ?? ['un', 'hg', 'pj', 'sd', 'sc']).filter((arm) => ['un', 'hg', 'pj', 'sd', 'sc'].includes(arm))
-/** The floor arm (sc) runs where the p99 is judged, 100,000 queries and more; the rest measure every arm but it. */
+/** The floor arm (sc) runs where the p99 is judged, 100,000 queries and more; memory and the burst of endings measure the other arms. */
 const FLOOR_N = 100000
 const nonFloorArms = scaleArms.filter((arm) => arm !== 'sc')
 if (runs(3)) {
