@@ -1247,7 +1247,7 @@ const claimMark = (r) => (claimHolds(r) ? true : atParity(r) ? PARITY : false)
  * The 100,000-query p99 holds at or below the seed's guard's, or the floor
  * arm's: the same guard, settling each expired entry so that nothing is left on
  * the call's signal. That clean-up allocates in the old generation at every
- * ending, which the seed's guard never does (bench/README.md, "The floor arm").
+ * ending, which the seed's guard's endings do not (bench/README.md, "The floor arm").
  */
 const latenessHolds = (h, d, f) => h.p99 <= d.p99 || (f !== undefined && h.p99 <= f.p99)
 const resolution = (r) => `the A/A arm (the plain-JS guard ÷ itself in the same rounds) ${times(r.aa, 3)}, a resolution of ±${(100 * resolves(r)).toFixed(1)}%`
