@@ -86,6 +86,11 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// How a flight ends at its due time: refused if a page refused it, else at its deadline.
+    fn at_due(refusal: Option<Refusal>) -> Self {
+        refusal.map_or(Self::Deadline, Self::Refused)
+    }
+
     /// The report kind of this ending.
     pub const fn kind(&self) -> &'static str {
         match self {
@@ -108,13 +113,13 @@ pub struct Query {
     pub grace_ms: u32,
 }
 
-/// Where a flight stands: waiting, or how the guard ended it (a refusal's text
-/// stays in the flight's `refusal`).
+/// Where a flight stands: waiting, or ended by the guard, at its due time or by
+/// disposal. An expired flight's ending follows from its `refusal`: a page's
+/// refusal ends it as refused, none as a deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     Waiting,
-    Deadline,
-    Refused,
+    Expired,
     Disposed,
 }
 
@@ -137,11 +142,10 @@ impl Flight {
 
     /// How the guard ended the flight, taking its refusal; `None` while it waits.
     fn into_ending(self) -> Option<Ending> {
-        match (self.stage, self.refusal) {
-            (Stage::Waiting, _) => None,
-            (Stage::Refused, Some(refusal)) => Some(Ending::Refused(*refusal)),
-            (Stage::Disposed, _) => Some(Ending::Disposed),
-            (Stage::Deadline | Stage::Refused, _) => Some(Ending::Deadline),
+        match self.stage {
+            Stage::Waiting => None,
+            Stage::Expired => Some(Ending::at_due(self.refusal.map(|r| *r))),
+            Stage::Disposed => Some(Ending::Disposed),
         }
     }
 }
@@ -366,16 +370,8 @@ impl Flights {
                 continue;
             }
             if let Some(flight) = self.flight_mut(slot) {
-                let ending = match &flight.refusal {
-                    Some(refusal) => {
-                        flight.stage = Stage::Refused;
-                        Ending::Refused(Refusal::clone(refusal))
-                    }
-                    None => {
-                        flight.stage = Stage::Deadline;
-                        Ending::Deadline
-                    }
-                };
+                flight.stage = Stage::Expired;
+                let ending = Ending::at_due(flight.refusal.as_deref().cloned());
                 ended.push((FlightKey { slot, generation }, ending));
             }
         }
