@@ -124,6 +124,8 @@ const signedNs = (n) => `${n >= 0 ? '+' : '−'}${int(Math.abs(n))} ns`
 const ms = (n, digits = 1) => `${n.toFixed(digits)} ms`
 const kib = (b) => `${(b / 1024).toLocaleString('en-US', { maximumFractionDigits: 1 })} KiB`
 const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`
+/** Section 3's p99 of each child, in ms: "20.4, 181.0, 133.1". */
+const p99s = (r) => r.p99s.map((x) => x.toFixed(1)).join(', ')
 /** Section 3's longest collection pause of each child while its queries ended, its kind named past 50 ms. */
 const pauses = (r) => `${r.pauses.map(([t, kind]) => `${t.toFixed(1)}${t >= 50 ? ` (${kind})` : ''}`).join(', ')} ms`
 
@@ -1133,15 +1135,15 @@ const BURST = QUICK ? 5000 : 20000
 const DEADLINES = { 1000: 500, 3000: 800, 10000: 1500, 30000: 4000, 100000: 12000, 300000: 36000 }
 const HEAP_N = QUICK ? 10000 : 100000
 const scaleArms = (ARMS ?? ['un', 'hg', 'pj', 'sd', 'sc']).filter((arm) => ['un', 'hg', 'pj', 'sd', 'sc'].includes(arm))
-/** The floor arm (sc) runs where the p99 is judged, 100,000 queries and more; memory and the burst of endings measure the other arms. */
-const FLOOR_N = 100000
+/** Where the p99 is judged, and the floor arm (sc) runs: 100,000 queries and more; memory and the burst of endings measure the other arms. */
+const JUDGED_N = 100000
 const nonFloorArms = scaleArms.filter((arm) => arm !== 'sc')
 if (runs(3)) {
   console.log(`== 3. scale: concurrent unanswered client queries ${at()}`)
   for (const n of SIZES ?? (QUICK ? [1000, 10000] : [1000, 10000, 30000, 100000])) {
     const deadlineMs = DEADLINES[n] ?? Math.max(500, Math.ceil(n / 10000) * 1200)
     for (const arm of scaleArms) {
-      if (arm === 'sc' && n < FLOOR_N) continue
+      if (arm === 'sc' && n < JUDGED_N) continue
       // Three children for harness-guard, the seed's guard and the floor arm (the
       // 100,000-query budget compares them in the same run), one for the plain-JS guard above 30,000.
       const reps = QUICK || arm === 'un' || (n >= 30000 && arm === 'pj') ? 1 : 3
@@ -1165,7 +1167,7 @@ if (runs(3)) {
         progress(`${int(n)} unguarded: issued in ${ms(r.issuedMs, 0)}, peak RSS ${mib(r.maxRss)} (+${mib(r.peakRss - r.baseRss)}); nothing ends them (the bench cancels them)`)
         continue
       }
-      progress(`${int(n)} ${ARM_NAMES[arm]}: all rejected after ${ms(r.allMs, 0)} (issued in ${ms(r.issuedMs, 0)}), lateness p50 ${ms(r.p50)} p99 ${ms(r.p99)}${reps > 1 ? ` (${r.p99s.map((x) => x.toFixed(1)).join(', ')})` : ''} max ${ms(r.max)}, longest GC pause while they ended ${pauses(r)}, peak RSS ${mib(r.maxRss)}, pending ${r.pending}, Timeouts ${r.timeouts}`)
+      progress(`${int(n)} ${ARM_NAMES[arm]}: all rejected after ${ms(r.allMs, 0)} (issued in ${ms(r.issuedMs, 0)}), lateness p50 ${ms(r.p50)} p99 ${ms(r.p99)}${reps > 1 ? ` (${p99s(r)})` : ''} max ${ms(r.max)}, longest GC pause while they ended ${pauses(r)}, peak RSS ${mib(r.maxRss)}, pending ${r.pending}, Timeouts ${r.timeouts}`)
     }
   }
   if (SIZES === undefined || SIZES.includes(HEAP_N)) {
@@ -1321,14 +1323,14 @@ if (s3.length) {
   const cell = (r, text) => (r === undefined ? '—' : text(r))
   for (const n of [...new Set(s3.map((r) => r.n))]) {
     const [u, h, p, d, f] = ['un', 'hg', 'pj', 'sd', 'sc'].map((arm) => find(n, arm))
-    const big = n >= 100000
+    const big = n >= JUDGED_N
     const full = n === 10000 || big
     const deadline = (h ?? p ?? d ?? u).deadlineMs
     if (full) {
       row('3', `${int(n)} unanswered (deadline ${int(deadline)} ms): all rejected after (issuing took)`, cell(u, (x) => `never (${ms(x.issuedMs, 0)})`),
         cell(h, (x) => `${ms(x.allMs, 0)} (${ms(x.issuedMs, 0)})`), cell(p, (x) => `${ms(x.allMs, 0)} (${ms(x.issuedMs, 0)})`), cell(d, (x) => `${ms(x.allMs, 0)} (${ms(x.issuedMs, 0)})`), '—', '—')
     }
-    const late = (x) => `${ms(x.p50)} / ${ms(x.p99)} / ${ms(x.max)}${x.reps > 1 ? ` (p99 of ${x.reps} children: ${x.p99s.map((y) => y.toFixed(1)).join(', ')})` : ''}; longest GC pause while they ended${x.reps > 1 ? ', per child' : ''}: ${pauses(x)}`
+    const late = (x) => `${ms(x.p50)} / ${ms(x.p99)} / ${ms(x.max)}${x.reps > 1 ? ` (p99 of ${x.reps} children: ${p99s(x)})` : ''}; longest GC pause while they ended${x.reps > 1 ? ', per child' : ''}: ${pauses(x)}`
     // At 100,000: harness-guard's p99 at or below the seed's guard's, or the floor
     // arm's (that guard leaving nothing on the call's signal, as the contract
     // requires), the medians of three children each in this run.
@@ -1433,12 +1435,11 @@ function summaryTable() {
       `${which}: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's${r.bad ? `; ${times(r.vs.xf, 3)} the plain-JS guard's with one entry into the guard's wasm (the crossing floor)` : ''}${withinTier(r) ? `; harness-guard with its wasm optimized from its first call ${r.tier.ratio.toFixed(3)}× ${r.tier.arm}'s (the baseline-tier floor ${times(r.vs.ht, 3)})` : ''}; A/A ${times(r.aa, 3)}`,
       `÷ seed's guard ${times(r.vs.sd, 3)} (that guard skips escaping, the warn-line bound and value identity)`, ok)
   }
-  const big = s3.filter((x) => x.n >= 100000)
+  const big = s3.filter((x) => x.n >= JUDGED_N)
   const [h100, d100, f100] = ['hg', 'sd', 'sc'].map((arm) => big.find((x) => x.arm === arm))
   if (h100 && d100) {
-    const children = (x) => `(${x.p99s.map((y) => y.toFixed(1)).join(', ')})`
-    add('100,000 unanswered queries: p99 lateness past the deadline', `${ms(h100.p99)} ${children(h100)}`,
-      `seed's guard ${ms(d100.p99)} ${children(d100)}${f100 ? `; the same guard leaving nothing on the call's signal, as the contract requires (the floor arm) ${ms(f100.p99)} ${children(f100)}` : ''}`,
+    add('100,000 unanswered queries: p99 lateness past the deadline', `${ms(h100.p99)} (${p99s(h100)})`,
+      `seed's guard ${ms(d100.p99)} (${p99s(d100)})${f100 ? `; the same guard leaving nothing on the call's signal, as the contract requires (the floor arm) ${ms(f100.p99)} (${p99s(f100)})` : ''}`,
       latenessHolds(h100, d100, f100))
   }
   if (s3heap.hg && s3heap.un) {
