@@ -10,6 +10,8 @@
 //                                                         this build against another (DIR: its package, e.g.
 //                                                         another checkout's pkg/), side by side in each
 //                                                         child: the claim rows and the two queries, printed
+//   node --expose-gc tests/js/bench/bench.mjs --beside=pj [--quick]
+//                                                         the same, against a peer (pj or sd) in one process
 //
 // Sections (see README.md next to this file): 1 per-call overhead, 2 claim
 // overhead, 3 scale, 4 growth, 5 start-up and size. The claim rows, and the
@@ -78,7 +80,12 @@ const ARMS = option('arms')?.split(',')
  */
 const AGAINST = option('against')
 const AGAINST_NAME = 'harness-guard-against'
-const PARTIAL = ONLY !== undefined || SIZES !== undefined || ARMS !== undefined || AGAINST !== undefined
+/**
+ * `--beside=pj` (or `sd`): harness-guard against a peer as `--against` sets two
+ * builds side by side, the peer's host in the unguarded host's place.
+ */
+const BESIDE = option('beside')
+const PARTIAL = ONLY !== undefined || SIZES !== undefined || ARMS !== undefined || AGAINST !== undefined || BESIDE !== undefined
 /** Cycles per child (and warm-up cycles before them) of the claim rows and of section 1's calls. */
 const CLAIM_CYCLES = { cycles: QUICK ? 300 : 1200, warm: QUICK ? 100 : 400 }
 const CALL_CYCLES = { cycles: QUICK ? 1000 : 3000, warm: QUICK ? 300 : 1000 }
@@ -528,13 +535,14 @@ const claimLabel = (size, bad) => `claim, batch of ${size}, ${bad ? '10% bad' : 
  * runs at that moment, and on this noisy 2-core machine one of them is worth
  * hundreds of claims. The arm is compared with the unguarded host of its own
  * process, so a child's ratio is independent of how busy the machine was.
+ * (`cleanOnly`: the clean rows alone, for a profile of the clean path.)
  */
-async function claimsChild({ arm, cycles, warm, against }) {
+async function claimsChild({ arm, cycles, warm, against, beside = 'un', cleanOnly = false }) {
   const pkg = arm === 'hg' || arm === 'ht' || arm === 'xf' ? await loadPackage() : undefined
-  // `--against`: the other build's guard takes the unguarded host's place.
-  const hosts = { un: against ? await agentHost('hg', await loadPackage(AGAINST_NAME)) : await agentHost('un', pkg), x: await agentHost(arm, pkg) }
+  // `--against`: the other build's guard takes the unguarded host's place; `--beside`, a peer's.
+  const hosts = { un: against ? await agentHost('hg', await loadPackage(AGAINST_NAME)) : await agentHost(beside, pkg), x: await agentHost(arm, pkg) }
   const out = {}
-  for (const [size, bad] of CLAIM_ROWS) {
+  for (const [size, bad] of CLAIM_ROWS.filter(([, bad]) => !cleanOnly || !bad)) {
     const sets = batches(size, bad)
     const per = sets.length === 1 ? 2 : sets.length
     const handles = [await hosts.un.agent(), await hosts.x.agent()]
@@ -577,12 +585,13 @@ async function claimsChild({ arm, cycles, warm, against }) {
  * in-process page answers at once, each awaited, one arm beside the unguarded
  * registry in one process, call by call in alternating order.
  */
-async function callsChild({ arm, cycles, warm, against }) {
+async function callsChild({ arm, cycles, warm, against, beside = 'un' }) {
   const pkg = arm === 'hg' ? await loadPackage() : undefined
   const hosts = { un: await inspectHost({ page: true }), x: await inspectHost({ page: true }) }
   await armInspect(arm, hosts.x, pkg, 15000)
-  // `--against`: the other build's guard on the registry the arm is compared with.
+  // `--against`: the other build's guard on the registry the arm is compared with; `--beside`, a peer.
   if (against) await armInspect('hg', hosts.un, await loadPackage(AGAINST_NAME), 15000)
+  else await armInspect(beside, hosts.un, pkg, 15000)
   const out = {}
   for (const [key, platform, provider] of [['client', 'client', 'Bench'], ['host', 'host', 'HostBench']]) {
     const t = { un: new Float64Array(cycles), x: new Float64Array(cycles) }
@@ -1078,10 +1087,27 @@ if (PROFILE) {
 // ---- main ---------------------------------------------------------------------------------
 
 /**
- * `--against=DIR`: this build against the other, each child running both side by
- * side (the other in the unguarded host's place), claim by claim and call by
- * call; per row the median over the children of this build's per-cycle time over
- * the other's, with the interquartile range. Nothing else runs; nothing is written.
+ * The claim rows and the two queries of section 1, harness-guard in each of 7
+ * children (`--quick`: 3) side by side with what `params` puts in the unguarded
+ * host's place, claim by claim and call by call: per row, the median over the
+ * children of harness-guard's per-cycle time over the other's, with the
+ * interquartile range, printed under `title` (`faster`: who is, below 1.00×).
+ */
+function sideBySide(title, faster, params) {
+  const reps = QUICK ? 3 : 7
+  console.log(`${title}, side by side in each of ${reps} children, per claim or call (below 1.00×: ${faster} is faster)`)
+  for (const [kind, keys, cycles] of [
+    ['claims', CLAIM_ROWS.map(([size, bad]) => [rowKey(size, bad), claimLabel(size, bad)]), CLAIM_CYCLES],
+    ['calls', [['client', 'client query answered at once'], ['host', 'host query']], CALL_CYCLES],
+  ]) {
+    const got = Array.from({ length: reps }, () => child(kind, { arm: 'hg', ...params, ...cycles }))
+    for (const [key, label] of keys) console.log(`  ${label}: ${times(summary(got.map((g) => g[key].ratio)), 3)}`)
+  }
+}
+
+/**
+ * `--against=DIR`: this build against the other, the other in the unguarded
+ * host's place. Nothing else runs; nothing is written.
  */
 if (AGAINST !== undefined && !CHILD) {
   const from = path.resolve(process.cwd(), AGAINST)
@@ -1093,18 +1119,24 @@ if (AGAINST !== undefined && !CHILD) {
   rmSync(into, { recursive: true, force: true })
   cpSync(from, into, { recursive: true })
   try {
-    const reps = QUICK ? 3 : 7
-    console.log(`this build (${PACKAGE}) ÷ ${from}, side by side in each of ${reps} children, per claim or call (below 1.00×: this build is faster)`)
-    for (const [kind, keys, params] of [
-      ['claims', CLAIM_ROWS.map(([size, bad]) => [rowKey(size, bad), claimLabel(size, bad)]), CLAIM_CYCLES],
-      ['calls', [['client', 'client query answered at once'], ['host', 'host query']], CALL_CYCLES],
-    ]) {
-      const got = Array.from({ length: reps }, () => child(kind, { arm: 'hg', against: true, ...params }))
-      for (const [key, label] of keys) console.log(`  ${label}: ${times(summary(got.map((g) => g[key].ratio)), 3)}`)
-    }
+    sideBySide(`this build (${PACKAGE}) ÷ ${from}`, 'this build', { against: true })
   } finally {
     rmSync(into, { recursive: true, force: true })
   }
+  process.exit(0)
+}
+
+/**
+ * `--beside=pj` (or `sd`): harness-guard against a peer, the peer's host in the
+ * unguarded host's place: the finest measure of the two, as `--against` is of two
+ * builds. Nothing else runs; nothing is written.
+ */
+if (BESIDE !== undefined && !CHILD) {
+  if (BESIDE !== 'pj' && BESIDE !== 'sd') {
+    console.error(`--beside=${BESIDE}: a peer, pj (the plain-JS guard) or sd (the seed's guard)`)
+    process.exit(2)
+  }
+  sideBySide(`harness-guard ÷ the ${ARM_NAMES[BESIDE]}`, 'harness-guard', { beside: BESIDE })
   process.exit(0)
 }
 
