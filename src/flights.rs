@@ -140,11 +140,11 @@ impl Flight {
         matches!(self.stage, Stage::Waiting)
     }
 
-    /// How the guard ended the flight, taking its refusal; `None` while it waits.
-    fn into_ending(self) -> Option<Ending> {
+    /// How the guard ended the flight; `None` while it waits.
+    fn ending(&self) -> Option<Ending> {
         match self.stage {
             Stage::Waiting => None,
-            Stage::Expired => Some(Ending::at_due(self.refusal.map(|r| *r))),
+            Stage::Expired => Some(Ending::at_due(self.refusal.as_deref().cloned())),
             Stage::Disposed => Some(Ending::Disposed),
         }
     }
@@ -353,12 +353,17 @@ impl Flights {
 
     /// End every waiting flight that is due at `now`; returns their keys and endings.
     pub fn expire(&mut self, now: Millis) -> Vec<(FlightKey, Ending)> {
-        self.expire_at_most(now, usize::MAX)
+        let ended = self.expire_at_most(now, usize::MAX);
+        ended
+            .into_iter()
+            .filter_map(|key| Some((key, self.ending(key)?)))
+            .collect()
     }
 
-    /// End at most `limit` of the flights due at `now`, earliest first; the rest stay
-    /// due, so [`Flights::next_due`] still reports them.
-    pub fn expire_at_most(&mut self, now: Millis, limit: usize) -> Vec<(FlightKey, Ending)> {
+    /// End at most `limit` of the flights due at `now`, earliest first, and return
+    /// their keys (each one's ending is decided when it lands: [`Flights::land`]);
+    /// the rest stay due, so [`Flights::next_due`] still reports them.
+    pub fn expire_at_most(&mut self, now: Millis, limit: usize) -> Vec<FlightKey> {
         let horizon = micros(now + EARLY_MS);
         let mut ended = Vec::new();
         while let Some(&Reverse((due, slot, generation))) = self.heap.peek() {
@@ -371,8 +376,7 @@ impl Flights {
             }
             if let Some(flight) = self.flight_mut(slot) {
                 flight.stage = Stage::Expired;
-                let ending = Ending::at_due(flight.refusal.as_deref().cloned());
-                ended.push((FlightKey { slot, generation }, ending));
+                ended.push(FlightKey { slot, generation });
             }
         }
         ended
@@ -397,6 +401,15 @@ impl Flights {
         ended
     }
 
+    /// How the guard ended the flight of `key`, while it is on the table: `None`
+    /// while it waits, and for a key that is not (or no longer) there.
+    pub fn ending(&self, key: FlightKey) -> Option<Ending> {
+        match self.table.get(key.slot as usize) {
+            Some(Some(f)) if f.generation == key.generation => f.ending(),
+            _ => None,
+        }
+    }
+
     /// Take a flight off the table: it settled, or its ending has been delivered.
     pub fn land(&mut self, key: FlightKey) -> Option<Landed> {
         let slot = key.slot;
@@ -410,7 +423,7 @@ impl Flights {
         self.compact();
         Some(Landed {
             query: flight.query,
-            ending: flight.into_ending(),
+            ending: flight.ending(),
         })
     }
 
@@ -700,11 +713,7 @@ mod tests {
             .map(|i| f.begin(query(1, 100, 10), f64::from(i)))
             .collect();
         let first = f.expire_at_most(200.0, 2);
-        assert_eq!(
-            first.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
-            keys[..2].to_vec(),
-            "earliest first"
-        );
+        assert_eq!(first, keys[..2].to_vec(), "earliest first");
         assert_eq!(f.next_due(), Some(102.0), "the rest are still due");
         assert_eq!(f.expire_at_most(200.0, 2).len(), 2);
         assert_eq!(f.expire_at_most(200.0, 2).len(), 1);

@@ -1383,7 +1383,16 @@ fn tick(
 ) -> TestCaseResult {
     model.now += advance;
     let now = model.now;
-    let ended = table.expire_at_most(now, limit);
+    let ended = table
+        .expire_at_most(now, limit)
+        .into_iter()
+        .map(|key| {
+            let ending = table.ending(key);
+            ending
+                .map(|e| (key, e))
+                .ok_or_else(|| TestCaseError::fail(format!("{key:?} expired with no ending")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     prop_assert!(ended.len() <= limit);
     let indices = record_endings(model, &ended)?;
     let mut last_due = f64::NEG_INFINITY;

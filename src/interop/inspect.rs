@@ -513,7 +513,7 @@ fn expire() -> Array {
     fired();
     let now = monotonic_now();
     let ended = state(|s| s.flights.expire_at_most(now, EXPIRY_CHUNK));
-    let work = end_flights(ended.into_iter().map(|(key, _)| key).collect());
+    let work = end_flights(ended);
     rearm();
     hold_while_waiting();
     work
