@@ -283,6 +283,33 @@ describe('page refusal (ok: false)', () => {
     assert.deepEqual(service.counts(), { ...EMPTY_COUNTS, refused: 1 });
   });
 
+  it('guarded: queries that begin while refused ones wait, and after they end, are each refused in turn', async (t) => {
+    const rig = await registryFor(t);
+    const { service } = await rig.mountGuard({ inspect: { deadlineMs: LONG, refusalGraceMs: 50 } });
+    const timers = activeTimeouts();
+    const refuse = (q) => assert.deepEqual(rig.answer(q.requestId, SEED_REFUSAL), { accepted: false });
+    const started = Date.now();
+    // The first refusal finds its query while another waits unrefused; a query that
+    // begins after it, while both still wait, is found by its own refusal.
+    const [first, second] = [rig.query(), rig.query()];
+    const tracked = [track(first.promise), track(second.promise)];
+    refuse(first);
+    const third = rig.query();
+    tracked.push(track(third.promise));
+    refuse(third);
+    refuse(second);
+    await Promise.all(tracked.map((q) => q.done));
+    // Nothing waits now: a query after all of them is found again.
+    const fourth = rig.query();
+    const last = track(fourth.promise);
+    refuse(fourth);
+    await last.done;
+    for (const q of [...tracked, last]) assertGuardError(q.reason, CODES.refused);
+    assert.ok(Date.now() - started < LONG, 'every one within its grace, none at the deadline');
+    for (const q of [first, second, third, fourth]) assertNothingLeft(rig, q, timers);
+    assert.deepEqual(service.counts(), { ...EMPTY_COUNTS, refused: 4 });
+  });
+
   it('guarded: when the deadline comes before the grace ends, the remembered (first) refusal is what rejects', async (t) => {
     const rig = await registryFor(t);
     await rig.mountGuard({ inspect: { deadlineMs: DEADLINE, refusalGraceMs: DEADLINE } });
