@@ -12,6 +12,7 @@
 //                                                         child: the claim rows and the two queries, printed
 //   node --expose-gc tests/js/bench/bench.mjs --beside=pj [--quick]
 //                                                         the same, against a peer (pj or sd) in one process
+//   ... --beside=sd --other-timer=15000                   the same, with another timer alive in each child
 //
 // Sections (see README.md next to this file): 1 per-call overhead, 2 claim
 // overhead, 3 scale, 4 growth, 5 start-up and size. The claim rows, and the
@@ -85,6 +86,17 @@ const AGAINST_NAME = 'harness-guard-against'
  * builds side by side, the peer's host in the unguarded host's place.
  */
 const BESIDE = option('beside')
+/**
+ * `--other-timer=MS` (with `--beside` or `--against`): each child keeps one
+ * unrelated interval of MS ms alive, let go, as a host with timers of its own
+ * does. A guard that makes a Node timer per query (the seed's) pays less for it
+ * when another timer of the same delay is alive (README.md next to this file).
+ */
+const OTHER_TIMER = option('other-timer')
+if (OTHER_TIMER !== undefined && AGAINST === undefined && BESIDE === undefined) {
+  console.error('--other-timer goes with --beside or --against')
+  process.exit(2)
+}
 const PARTIAL = ONLY !== undefined || SIZES !== undefined || ARMS !== undefined || AGAINST !== undefined || BESIDE !== undefined
 /** Cycles per child (and warm-up cycles before them) of the claim rows and of section 1's calls. */
 const CLAIM_CYCLES = { cycles: QUICK ? 300 : 1200, warm: QUICK ? 100 : 400 }
@@ -994,7 +1006,10 @@ function childAsync(kind, params) {
 if (CHILD) {
   const params = JSON.parse(argv[argv.indexOf('--child') + 2])
   const run = { scale: scaleChild, heap: heapChild, burst: burstChild, growth: growthChild, claims: claimsChild, calls: callsChild }[CHILD]
+  // `--other-timer`: an unrelated timer alive for the child's whole run, let go.
+  const other = params.otherTimer === undefined ? undefined : setInterval(() => {}, params.otherTimer).unref()
   const result = await run(params)
+  clearInterval(other)
   console.log(JSON.stringify(result))
   process.exit(0)
 }
@@ -1095,12 +1110,18 @@ if (PROFILE) {
  */
 function sideBySide(title, faster, params) {
   const reps = QUICK ? 3 : 7
-  console.log(`${title}, side by side in each of ${reps} children, per claim or call (below 1.00×: ${faster} is faster)`)
+  const otherTimer = OTHER_TIMER === undefined ? undefined : Number(OTHER_TIMER)
+  if (otherTimer !== undefined && !(Number.isInteger(otherTimer) && otherTimer > 0 && otherTimer < 2 ** 31)) {
+    console.error(`--other-timer=${OTHER_TIMER}: a delay in ms, a positive integer below 2^31`)
+    process.exit(2)
+  }
+  const also = otherTimer === undefined ? '' : `, another ${otherTimer} ms timer alive in each`
+  console.log(`${title}, side by side in each of ${reps} children${also}, per claim or call (below 1.00×: ${faster} is faster)`)
   for (const [kind, keys, cycles] of [
     ['claims', CLAIM_ROWS.map(([size, bad]) => [rowKey(size, bad), claimLabel(size, bad)]), CLAIM_CYCLES],
     ['calls', [['client', 'client query answered at once'], ['host', 'host query']], CALL_CYCLES],
   ]) {
-    const got = Array.from({ length: reps }, () => child(kind, { arm: 'hg', ...params, ...cycles }))
+    const got = Array.from({ length: reps }, () => child(kind, { arm: 'hg', ...params, ...cycles, otherTimer }))
     for (const [key, label] of keys) console.log(`  ${label}: ${times(summary(got.map((g) => g[key].ratio)), 3)}`)
   }
 }
