@@ -90,7 +90,8 @@ const BESIDE = option('beside')
  * `--other-timer=MS` (with `--beside` or `--against`): each child keeps one
  * unrelated interval of MS ms alive, let go, as a host with timers of its own
  * does. A guard that makes a Node timer per query (the seed's) pays less for it
- * when another timer of the same delay is alive (README.md next to this file).
+ * while another timer is alive, and least while one of its own delay is
+ * (README.md next to this file).
  */
 const OTHER_TIMER = option('other-timer')
 if (OTHER_TIMER !== undefined && AGAINST === undefined && BESIDE === undefined) {
