@@ -33,11 +33,13 @@ pub struct FlightKey {
 
 impl FlightKey {
     /// The key as a JavaScript number.
+    #[inline(always)]
     pub fn to_f64(self) -> f64 {
         f64::from(self.generation) * 4_294_967_296.0 + f64::from(self.slot)
     }
 
     /// A key back from a JavaScript number; `None` for anything no key maps to.
+    #[inline(always)]
     pub fn from_f64(n: f64) -> Option<Self> {
         if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n < 9_007_199_254_740_992.0) {
             return None;
@@ -59,6 +61,7 @@ pub type Millis = f64;
 /// A due time on the heap, in whole microseconds, so it orders totally.
 type Micros = u64;
 
+#[inline(always)]
 fn micros(at: Millis) -> Micros {
     if at.is_nan() || at <= 0.0 {
         0
@@ -226,6 +229,7 @@ impl Flights {
     }
 
     /// Flights currently in the table (waiting or ended but not yet landed).
+    #[inline(always)]
     pub fn len(&self) -> usize {
         self.live
     }
@@ -236,6 +240,7 @@ impl Flights {
     }
 
     /// Start a flight at `now`; it is due at `now + deadline_ms`.
+    #[inline(always)]
     pub fn begin(&mut self, query: Query, now: Millis) -> FlightKey {
         let deadline_at = now + f64::from(query.deadline_ms);
         let slot = match self.free.pop() {
@@ -266,6 +271,7 @@ impl Flights {
         FlightKey { slot, generation }
     }
 
+    #[inline(always)]
     fn bump(&mut self, slot: Slot) -> u32 {
         match self.generations.get_mut(slot as usize) {
             Some(g) => {
@@ -410,8 +416,24 @@ impl Flights {
         }
     }
 
-    /// Take a flight off the table: it settled, or its ending has been delivered.
+    /// Take a flight off the table: its ending has been delivered, or it settled.
     pub fn land(&mut self, key: FlightKey) -> Option<Landed> {
+        let flight = self.take(key)?;
+        Some(Landed {
+            query: flight.query,
+            ending: flight.ending(),
+        })
+    }
+
+    /// Take a flight the registry settled first off the table (its ending,
+    /// `None` while it waits, is not read); `false` when it is not there.
+    #[inline(always)]
+    pub fn settle(&mut self, key: FlightKey) -> bool {
+        self.take(key).is_some()
+    }
+
+    #[inline(always)]
+    fn take(&mut self, key: FlightKey) -> Option<Flight> {
         let slot = key.slot;
         let cell = self.table.get_mut(slot as usize)?;
         if cell.as_ref()?.generation != key.generation {
@@ -420,29 +442,29 @@ impl Flights {
         let flight = cell.take()?;
         self.free.push(slot);
         self.live -= 1;
-        self.compact();
-        Some(Landed {
-            query: flight.query,
-            ending: flight.ending(),
-        })
+        if self.heap.len() > 64 && self.heap.len() > 4 * self.live {
+            self.compact();
+        }
+        Some(flight)
     }
 
     /// Rebuild the heap once it holds more than 64 entries and more than four per
-    /// live flight: stale entries stay bounded, and compaction is amortised O(1).
+    /// live flight (checked by `take`): stale entries stay bounded, and
+    /// compaction is amortised O(1).
+    #[cold]
+    #[inline(never)]
     fn compact(&mut self) {
-        if self.heap.len() > 64 && self.heap.len() > 4 * self.live {
-            let table = &self.table;
-            let heap = std::mem::take(&mut self.heap);
-            self.heap = heap
-                .into_iter()
-                .filter(|Reverse((_, slot, generation))| {
-                    matches!(
-                        table.get(*slot as usize),
-                        Some(Some(f)) if f.generation == *generation && f.waits()
-                    )
-                })
-                .collect();
-        }
+        let table = &self.table;
+        let heap = std::mem::take(&mut self.heap);
+        self.heap = heap
+            .into_iter()
+            .filter(|Reverse((_, slot, generation))| {
+                matches!(
+                    table.get(*slot as usize),
+                    Some(Some(f)) if f.generation == *generation && f.waits()
+                )
+            })
+            .collect();
     }
 
     /// Heap entries held, live or stale (for tests of the compaction bound).
@@ -620,6 +642,26 @@ mod tests {
     }
 
     #[test]
+    fn settling_takes_a_waiting_flight_off_once() {
+        let mut f = Flights::new();
+        let s = f.begin(query(1, 100, 10), 0.0);
+        let other = f.begin(query(1, 200, 10), 0.0);
+        assert!(f.settle(s));
+        assert!(!f.settle(s), "a second settle finds it gone");
+        assert!(f.land(s).is_none() && !f.contains(s));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f.next_due(), Some(200.0), "only the other flight is due");
+        let reused = f.begin(query(1, 300, 10), 0.0);
+        assert_eq!(reused.slot, s.slot);
+        assert!(!f.settle(s), "a stale key settles nothing");
+        assert!(f.contains(reused));
+        assert_eq!(
+            f.expire(1e9),
+            vec![(other, Ending::Deadline), (reused, Ending::Deadline)]
+        );
+    }
+
+    #[test]
     fn first_refusal_moves_the_due_time_to_the_grace() {
         let mut f = Flights::new();
         let s = f.begin(query(1, 15_000, 1000), 0.0);
@@ -737,7 +779,11 @@ mod tests {
         let mut f = Flights::new();
         for i in 0..100_000 {
             let s = f.begin(query(1, 15_000, 1000), f64::from(i));
-            f.land(s);
+            if i % 2 == 0 {
+                f.land(s);
+            } else {
+                f.settle(s);
+            }
         }
         assert!(f.is_empty());
         assert!(

@@ -95,23 +95,37 @@ struct State {
     flights: Flights,
 }
 
+/// The inspect guards and their flights, and the one deadline timer beside the
+/// flights that decide it (a cell of its own: Node's timer functions are called
+/// while it is borrowed). One thread-local for both, so a client query's
+/// `begin` and `settle` reach both through one access.
+struct Inspect {
+    state: RefCell<State>,
+    timer: RefCell<DeadlineTimer>,
+}
+
 thread_local! {
-    /// The inspect guards and their flights.
-    static STATE: RefCell<State> = const {
-        RefCell::new(State {
-            guards: IdMap::new(),
-            flights: Flights::new(),
-        })
+    static INSPECT: Inspect = const {
+        Inspect {
+            state: RefCell::new(State {
+                guards: IdMap::new(),
+                flights: Flights::new(),
+            }),
+            timer: RefCell::new(DeadlineTimer::new()),
+        }
     };
-    /// The one deadline timer, beside the flights that decide it (a cell of its
-    /// own: Node's timer functions are called while it is borrowed).
-    static TIMER: RefCell<DeadlineTimer> = const { RefCell::new(DeadlineTimer::new()) };
 }
 
 /// `f` on the inspect guards and their flights (see [`exclusive`]).
 #[inline(always)]
 fn state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    STATE.with(|cell| exclusive(cell, f))
+    INSPECT.with(|i| exclusive(&i.state, f))
+}
+
+/// `f` on the deadline timer (see [`exclusive`]).
+#[inline(always)]
+fn timer<R>(f: impl FnOnce(&mut DeadlineTimer) -> R) -> R {
+    INSPECT.with(|i| exclusive(&i.timer, f))
 }
 
 impl State {
@@ -303,42 +317,51 @@ fn bound(on: &Function, ctx: &JsValue) -> JsValue {
 /// goes on waiting (a query refused before waiting never begins). Returns the
 /// flight's key, or -1 to leave the query unguarded (the guard is gone: the
 /// registry then settles it alone).
+#[inline(always)]
 pub(super) fn begin(guard: u32, started_at: f64, unannounced: bool) -> f64 {
-    let begun = state(|state| {
-        let g = state.guards.get_mut(guard)?;
-        let query = Query {
-            guard,
-            deadline_ms: g.config.deadline_ms,
-            grace_ms: g.config.refusal_grace_ms,
+    INSPECT.with(|i| {
+        let begun = exclusive(&i.state, |state| {
+            let g = state.guards.get_mut(guard)?;
+            let query = Query {
+                guard,
+                deadline_ms: g.config.deadline_ms,
+                grace_ms: g.config.refusal_grace_ms,
+            };
+            let first_unannounced =
+                unannounced && !std::mem::replace(&mut g.warned_unannounced, true);
+            let warn = first_unannounced.then(|| g.sink.warn.clone()).flatten();
+            let key = state.flights.begin(query, started_at);
+            let due = started_at + f64::from(query.deadline_ms);
+            Some((key, warn, due, state.flights.len()))
+        });
+        let Some((key, warn, due, waiting)) = begun else {
+            return -1.0;
         };
-        let first_unannounced = unannounced && !std::mem::replace(&mut g.warned_unannounced, true);
-        let warn = first_unannounced.then(|| g.sink.warn.clone()).flatten();
-        let key = state.flights.begin(query, started_at);
-        let due = started_at + f64::from(query.deadline_ms);
-        Some((key, warn, due, state.flights.len()))
-    });
-    let Some((key, warn, due, waiting)) = begun else {
-        return -1.0;
-    };
-    if let Some(warn) = warn {
-        emit(
-            &warn,
-            "",
-            "the registry did not emit cordis/inspect-query while a client query went on waiting; \
-             the guard found the request in the registry's pending entries instead",
-        );
-    }
-    // The new flight is the one that may be due before the timer fires (any
-    // other was armed for already); the first flight takes hold of the process.
-    TIMER.with(|cell| {
-        exclusive(cell, |timer| {
+        if let Some(warn) = warn {
+            warn_unannounced(&warn);
+        }
+        // The new flight is the one that may be due before the timer fires (any
+        // other was armed for already); the first flight takes hold of the process.
+        exclusive(&i.timer, |timer| {
             timer.arm(due, || started_at);
             if waiting == 1 {
                 timer.hold(true);
             }
         });
-    });
-    key.to_f64()
+        key.to_f64()
+    })
+}
+
+/// Said once per guard, when a query goes on waiting unannounced (see [`begin`]).
+#[cold]
+#[inline(never)]
+fn warn_unannounced(warn: &Function) {
+    emit(
+        warn,
+        "",
+        "the registry did not emit cordis/inspect-query while a client query went on waiting; \
+         the guard found the request in the registry's pending entries instead",
+    );
 }
 
 /// `resolveClientQuery(null, requestId, …)`: refused, instead of the registry's
@@ -479,15 +502,18 @@ fn describe(report: &InspectReport) -> String {
 /// passes the outcome on): take it off the table. The timer stays armed as it is
 /// (a flight landing never makes the next one due sooner; a firing that finds
 /// nothing due arms nothing), and lets the process go with the last flight.
+#[inline(always)]
 pub(super) fn settle(key: f64) {
     let Some(key) = FlightKey::from_f64(key) else {
         return;
     };
-    let left = state(|s| s.flights.land(key).map(|_| s.flights.len()));
-    // The last flight lets go of the process.
-    if left == Some(0) {
-        TIMER.with(|cell| exclusive(cell, |timer| timer.hold(false)));
-    }
+    INSPECT.with(|i| {
+        let left = exclusive(&i.state, |s| s.flights.settle(key).then(|| s.flights.len()));
+        // The last flight lets go of the process.
+        if left == Some(0) {
+            exclusive(&i.timer, |timer| timer.hold(false));
+        }
+    });
 }
 
 /// Flights ended per timer tick. When more are due, the timer is re-armed at once,
@@ -502,7 +528,7 @@ pub(super) fn tick() -> Array {
     // The fault build's `conflict` point: the tick finds the flight table
     // borrowed, as a re-entrant call would (a broken invariant: it traps).
     #[cfg(feature = "fault-injection")]
-    if let Some(work) = STATE.with(|cell| fault::conflict(cell).map(|_held| expire())) {
+    if let Some(work) = INSPECT.with(|i| fault::conflict(&i.state).map(|_held| expire())) {
         return work;
     }
     expire()
@@ -624,7 +650,7 @@ fn rearm() {
 /// it), when nothing set fires by then (see [`DeadlineTimer::arm`]).
 fn arm(due: Option<f64>, now: impl FnOnce() -> f64) {
     if let Some(due) = due {
-        TIMER.with(|cell| exclusive(cell, |timer| timer.arm(due, now)));
+        timer(|timer| timer.arm(due, now));
     }
 }
 
@@ -634,17 +660,17 @@ fn arm(due: Option<f64>, now: impl FnOnce() -> f64) {
 /// whose queries all settled can exit.
 fn hold_while_waiting() {
     let waiting = state(|s| !s.flights.is_empty());
-    TIMER.with(|cell| exclusive(cell, |timer| timer.hold(waiting)));
+    timer(|timer| timer.hold(waiting));
 }
 
 /// The timer fired: it is no longer set.
 fn fired() {
-    TIMER.with(|cell| exclusive(cell, DeadlineTimer::fired));
+    timer(DeadlineTimer::fired);
 }
 
 /// Clear the timer: a disposal left nothing waiting.
 fn disarm() {
-    TIMER.with(|cell| exclusive(cell, DeadlineTimer::clear));
+    timer(DeadlineTimer::clear);
 }
 
 /// Flights in the air, whether the deadline timer keeps the process alive (as
@@ -653,7 +679,7 @@ fn disarm() {
 pub(super) fn in_flight() -> (usize, bool, bool) {
     let flights = state(|s| s.flights.len());
     let (held, set) =
-        TIMER.with(|cell| shared(cell, |timer| (timer.keeps_alive(), timer.is_set())));
+        INSPECT.with(|i| shared(&i.timer, |timer| (timer.keeps_alive(), timer.is_set())));
     (flights, held, set)
 }
 

@@ -201,12 +201,14 @@ fn claim(
 
 /// The registry's call of a client query returned waiting: the flight's key, or
 /// -1 to leave it unguarded (see [`inspect::begin`]).
+#[inline(always)]
 pub fn begin(guard: u32, started_at: f64, unannounced: bool) -> f64 {
     fault::check(Point::Begin);
     inspect::begin(guard, started_at, unannounced)
 }
 
 /// A flight's registry promise settled first (see [`inspect::settle`]).
+#[inline(always)]
 pub fn settle(key: f64) {
     fault::check(Point::Settle);
     inspect::settle(key);

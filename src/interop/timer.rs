@@ -102,11 +102,17 @@ impl DeadlineTimer {
     /// Arm the timer for `due` (ms on the monotonic clock, `now` its reading),
     /// unless it is set to fire by then: when it fires, the flights still waiting
     /// arm it again. It never sleeps longer than [`MAX_SLEEP_MS`].
+    #[inline(always)]
     pub(super) fn arm(&mut self, due: f64, now: impl FnOnce() -> f64) {
         if self.armed_for.is_some_and(|armed| armed <= due) {
             return;
         }
-        let now = now();
+        self.arm_at(due, now());
+    }
+
+    /// [`DeadlineTimer::arm`] when the timer is not set to fire by `due`.
+    #[inline(never)]
+    fn arm_at(&mut self, due: f64, now: f64) {
         let fire_at = due.min(now + MAX_SLEEP_MS);
         let delay = (fire_at - now).max(0.0).ceil();
         self.armed_for = Some(fire_at);
@@ -149,6 +155,7 @@ impl DeadlineTimer {
 
     /// The rule for keeping the process alive: held exactly while `waiting` (a
     /// guarded query waits). A change is one call on the `Timeout`; no change, none.
+    #[inline(always)]
     pub(super) fn hold(&mut self, waiting: bool) {
         if waiting == self.held {
             return;
@@ -163,6 +170,7 @@ impl DeadlineTimer {
         }
     }
 
+    #[inline(always)]
     fn let_go(&self) {
         if let Some((timeout, _)) = &self.timeout {
             timeout.unref();
