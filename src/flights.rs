@@ -662,6 +662,38 @@ mod tests {
     }
 
     #[test]
+    fn each_flight_keeps_its_own_refusal_as_others_land_or_settle() {
+        let mut f = Flights::new();
+        let keys: Vec<_> = (0..4)
+            .map(|_| f.begin(query(1, 15_000, 1000), 0.0))
+            .collect();
+        for (i, &key) in keys.iter().enumerate() {
+            assert_eq!(
+                f.refuse(key, true, page(&format!("reason-{i}")), 10.0),
+                RefusalEffect::First
+            );
+        }
+        // The first refusal's place goes to the last one; then a valid answer
+        // settles a refused flight within its grace.
+        let ended = f.expire(1010.0);
+        assert_eq!(ended.len(), 4);
+        assert_eq!(
+            f.land(keys[0]).unwrap().ending,
+            Some(Ending::Refused(page("reason-0")))
+        );
+        assert!(f.settle(keys[2]));
+        assert_eq!(
+            f.land(keys[3]).unwrap().ending,
+            Some(Ending::Refused(page("reason-3")))
+        );
+        assert_eq!(
+            f.land(keys[1]).unwrap().ending,
+            Some(Ending::Refused(page("reason-1")))
+        );
+        assert!(f.is_empty());
+    }
+
+    #[test]
     fn first_refusal_moves_the_due_time_to_the_grace() {
         let mut f = Flights::new();
         let s = f.begin(query(1, 15_000, 1000), 0.0);
