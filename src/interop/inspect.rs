@@ -316,7 +316,9 @@ fn bound(on: &Function, ctx: &JsValue) -> JsValue {
 /// pending entries); that is said once per guard, and only here, where a query
 /// goes on waiting (a query refused before waiting never begins). Returns the
 /// flight's key, or -1 to leave the query unguarded (the guard is gone: the
-/// registry then settles it alone).
+/// registry then settles it alone). Inlined down to the table and the timer,
+/// as `settle` is: both run in V8's baseline tier, which pays for every call
+/// (docs/ARCHITECTURE.md, "What keeps it cheap").
 #[inline(always)]
 pub(super) fn begin(guard: u32, started_at: f64, unannounced: bool) -> f64 {
     INSPECT.with(|i| {
