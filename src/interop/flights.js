@@ -76,6 +76,7 @@ export function patchQuery(registry, owner, guard) {
       if (key < 0) return inner
       flight.key = key
       flights[key % SLOTS] = flight
+      inTable += 1
       if (byRequest !== undefined) byRequest.set(requestId, flight)
       return waitFor(inner, flight)
     })
@@ -154,6 +155,8 @@ const SLOTS = 4294967296
  * query measured 1% of the query's time).
  */
 let byRequest
+/** Flights in the table (its array keeps its length: Rust reuses slots). */
+let inTable = 0
 /** The flight whose registry call is running, the innermost of nested ones (or `undefined`). */
 let announcing
 
@@ -169,13 +172,15 @@ class Flight {
   }
 }
 
-/** The flight waiting on `requestId`, if any. */
+/**
+ * The flight waiting on `requestId`, if any. With none in the table, an answer
+ * is looked up without scanning it or making a map.
+ */
 function flightFor(requestId) {
   if (byRequest === undefined) {
-    const index = new Map()
-    for (const flight of flights) if (flight !== undefined) index.set(flight.request.requestId, flight)
-    if (index.size === 0) return undefined
-    byRequest = index
+    if (inTable === 0) return undefined
+    byRequest = new Map()
+    for (const flight of flights) if (flight !== undefined) byRequest.set(flight.request.requestId, flight)
   }
   return byRequest.get(requestId)
 }
@@ -231,6 +236,7 @@ function text(lengths, at, value) {
 /** Off the table. */
 function forget(flight) {
   flights[flight.key % SLOTS] = undefined
+  inTable -= 1
   if (byRequest !== undefined && byRequest.delete(flight.request.requestId) && byRequest.size === 0) byRequest = undefined
 }
 
@@ -401,6 +407,7 @@ export function keepTimers(timeout, immediate) {
 life.standDown.push(() => {
   const failed = flights.filter((flight) => flight !== undefined)
   flights.length = 0
+  inTable = 0
   byRequest = undefined
   announcing = undefined
   const events = new Resolved()
