@@ -137,12 +137,12 @@ const NO_CODES = new Uint32Array(0)
 /**
  * Enter the current instance's claim entry: `(token, batch, split, nextTurn,
  * codes, flags, session)`, numbers and one string only (the flags are Rust's,
- * `K.claimFlags`). Returns whether to claim again; on a fault the batch goes back
+ * `K.inboxFlags`). Returns whether to claim again; on a fault the batch goes back
  * as claimed.
  */
 function enterClaim(b, inbox, batch, split, codes, foreign, forTurn) {
   if (!up(b.gen)) return false
-  const F = life.K.claimFlags
+  const F = life.K.inboxFlags
   const flags = (foreign ? F.foreign : 0) | (forTurn ? F.forTurn : 0)
     | (codes === null ? F.unread : 0) | (codes === undefined ? F.clean : 0)
   let again = false

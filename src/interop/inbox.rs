@@ -299,8 +299,9 @@ pub(super) struct Claimed {
     pub(super) session: Option<String>,
 }
 
-/// The flags a claim wrapper hands over with a batch (`enterClaim` in claims.js,
-/// which gets them in `configure` as `K.claimFlags`).
+/// The flags a claim wrapper hands over with a batch (`enterClaim` in claims.js),
+/// and the observer with an inserted list (`enterObserved` in trampolines.js);
+/// both get them in `configure` as `K.inboxFlags`.
 pub(super) mod flag {
     /// Something other than the host's own claim produced the batch.
     pub(in crate::interop) const FOREIGN: u32 = 1;
@@ -310,6 +311,8 @@ pub(super) mod flag {
     pub(in crate::interop) const UNREAD: u32 = 4;
     /// Every entry has `MESSAGE_CODE` (no codes handed over).
     pub(in crate::interop) const CLEAN: u32 = 8;
+    /// The observed write's `seq` is a number (handed over in the place of `nextTurn`).
+    pub(in crate::interop) const SEQ: u32 = 16;
 }
 
 /// How `repairAt` (edits.js) left a batch entry; handed over in `configure` as `K.repair`.
@@ -420,38 +423,47 @@ pub(super) fn pre_step(guard: u32, event: &JsValue) {
     }
 }
 
-/// `session/event` for an `agent/inbox/spliced` write that inserted something (the
-/// observer lets only those through): record each non-message it inserted.
-pub(super) fn session_event(guard: u32, session: &JsValue, event: &JsValue) {
+/// An inbox write's inserted list that holds something other than usable
+/// messages, as the `session/event` observer hands it over (`enterObserved` in
+/// trampolines.js): numbers and two strings, no other crossing.
+pub(super) struct Inserted {
+    /// The list the write inserted (`data.inserted`).
+    pub(super) list: JsValue,
+    /// The entries' shape codes, as the observer read them.
+    pub(super) codes: Codes,
+    /// Where in the pending list the write inserted (`data.start`; 0 when not a number).
+    pub(super) start: f64,
+    /// The write's log sequence number (`event.seq`), when it is a number.
+    pub(super) seq: Option<f64>,
+    /// The pending list written (`data.target`), when it is a string.
+    pub(super) target: Option<String>,
+    /// The session's id, when it has one.
+    pub(super) session: Option<String>,
+}
+
+/// `session/event` for an `agent/inbox/spliced` write that inserted something
+/// other than usable messages: record each non-message it inserted.
+pub(super) fn session_event(guard: u32, inserted: Inserted) {
     let Some(cx) = ctx(guard) else {
         return;
     };
-    let data = get(event, "data").unwrap_or(JsValue::UNDEFINED);
-    let Some(inserted) = get(&data, "inserted").filter(|l| is_array(l) == Some(true)) else {
-        return;
+    let list = &inserted.list;
+    let codes = match inserted.codes {
+        Codes::Read(codes) => codes,
+        Codes::Unread => shapes(list),
+        Codes::Clean => return,
     };
-    let mut place = None;
+    let session_id = inserted.session.as_deref().unwrap_or_default();
     let mut clock = None;
-    for (i, code) in indexed(&shapes(&inserted)) {
+    for (i, code) in indexed(&codes) {
         let probe = Probe::from_code(code);
         if classify(&probe) == Class::Message {
             continue;
         }
-        let (start, seq, target, session_id) = place.get_or_insert_with(|| {
-            (
-                get(&data, "start").and_then(|s| s.as_f64()).unwrap_or(0.0),
-                get(event, "seq").and_then(|s| s.as_f64()),
-                get_string(&data, "target"),
-                get_string(session, "id"),
-            )
-        });
-        let (head, longer) = render_head_at(&inserted, i, cx.preview_chars);
+        let (head, longer) = render_head_at(list, i, cx.preview_chars);
         let rendered = Rendered { head, longer };
         let sighting = exclusive(&cx.sightings, |t| {
-            t.written(
-                session_id.as_deref().unwrap_or_default(),
-                rendered.fingerprint(&probe),
-            )
+            t.written(session_id, rendered.fingerprint(&probe))
         });
         let clock = *clock.get_or_insert_with(Clock::read);
         record(
@@ -462,10 +474,10 @@ pub(super) fn session_event(guard: u32, session: &JsValue, event: &JsValue) {
             Action::Observe,
             Place {
                 origin: "durable",
-                session_id: session_id.clone(),
-                seq: *seq,
-                target: target.clone().map(Cow::Owned),
-                index: to_index(*start + f64::from(i)),
+                session_id: inserted.session.clone(),
+                seq: inserted.seq,
+                target: inserted.target.clone().map(Cow::Owned),
+                index: to_index(inserted.start + f64::from(i)),
             },
             sighting,
         );

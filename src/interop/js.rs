@@ -21,6 +21,7 @@ extern "C" {
         shape: &JsValue,
         exports: &JsValue,
         claim: &JsValue,
+        observed: &JsValue,
     );
     #[wasm_bindgen(js_name = makeMethod)]
     pub(super) fn make_method(

@@ -38,15 +38,20 @@ use super::{inbox, inspect, plugin};
 use crate::error::Error;
 use crate::recovery::Plan;
 
-/// `(token, batch, split, nextTurn, codes, flags, session) → whether to claim again`
-/// (`flags`: [`inbox::flag`]).
-type Claim = dyn Fn(u32, JsValue, f64, f64, Vec<u32>, u32, Option<String>) -> bool;
+/// An inbox entry: `(token, list, a, b, codes, flags, session, target) → bool`, a
+/// list of the host's with two numbers, its shape codes, [`inbox::flag`]s and two
+/// strings. Both inbox entries have this type, so they share one piece of glue.
+type InboxEntry =
+    dyn Fn(u32, JsValue, f64, f64, Vec<u32>, u32, Option<String>, Option<String>) -> bool;
 
-/// What lives as long as the instance: the claim entry, and the recovery's timer.
+/// What lives as long as the instance: the inbox entries, and the recovery's timer.
 struct Runtime {
     /// The entry of a claimed batch that needs the guard (`patchClaim` in
     /// claims.js). Owned here and never read: JavaScript calls it.
-    _claim: Closure<Claim>,
+    _claim: Closure<InboxEntry>,
+    /// The entry of an inbox write that inserted something other than usable
+    /// messages (`makeInsertObserver` in trampolines.js). Owned here, never read.
+    _observed: Closure<InboxEntry>,
     /// The recovery's backoff, while the guard is down and waits to recover.
     recovery: RefCell<Option<Timeout>>,
 }
@@ -109,12 +114,13 @@ fn constants() -> JsValue {
     for (key, value) in [
         ("messageCode", JsValue::from(crate::inbox::MESSAGE_CODE)),
         (
-            "claimFlags",
+            "inboxFlags",
             numbers(&[
                 ("foreign", inbox::flag::FOREIGN),
                 ("forTurn", inbox::flag::FOR_TURN),
                 ("unread", inbox::flag::UNREAD),
                 ("clean", inbox::flag::CLEAN),
+                ("seq", inbox::flag::SEQ),
             ]),
         ),
         (
@@ -145,15 +151,18 @@ fn start() {
 impl Runtime {
     #[inline(never)]
     fn new() -> Self {
-        let claim = Closure::<Claim>::new(claim);
+        let claim = Closure::<InboxEntry>::new(claim);
+        let observed = Closure::<InboxEntry>::new(observed);
         configure(
             &constants(),
             &js_sys::JSON::parse(crate::inbox::SHAPE_LAYOUT_JSON).unwrap_or(JsValue::UNDEFINED),
             &wasm_bindgen::exports(),
             claim.as_ref(),
+            observed.as_ref(),
         );
         Self {
             _claim: claim,
+            _observed: observed,
             recovery: RefCell::new(None),
         }
     }
@@ -173,10 +182,11 @@ pub fn dispatch(token: u32, previous: &JsValue, this: &JsValue, args: &Array) ->
 }
 
 /// An inbox's claimed batch that needs the guard (`patchClaim` in claims.js):
-/// `codes` its entries' shape codes, `flags` [`inbox::flag`]s. Returns whether to
-/// claim again. (A closure, not an export: its glue converts the codes and the
-/// session id in JavaScript; converted in wasm, a batch with a bad entry measured
-/// 0.4–1.2% slower per claim.)
+/// `codes` its entries' shape codes, `flags` [`inbox::flag`]s; no `target`.
+/// Returns whether to claim again. (A closure, not an export: its glue converts
+/// the codes and the session id in JavaScript; converted in wasm, a batch with a
+/// bad entry measured 0.4–1.2% slower per claim.)
+#[allow(clippy::too_many_arguments)]
 fn claim(
     token: u32,
     batch: JsValue,
@@ -185,6 +195,7 @@ fn claim(
     codes: Vec<u32>,
     flags: u32,
     session: Option<String>,
+    _target: Option<String>,
 ) -> bool {
     fault::check(Point::Claim);
     let claimed = inbox::Claimed {
@@ -197,6 +208,36 @@ fn claim(
         session,
     };
     inbox::claim(token >> instance::ROLE_BITS, claimed)
+}
+
+/// An inbox write that inserted something other than usable messages, as the
+/// `session/event` observer read it (`makeInsertObserver` in trampolines.js):
+/// the list, where it went (`start`, and `seq` when [`inbox::flag::SEQ`] is set),
+/// its entries' shape codes, the session's id and the pending list written.
+/// Read in JavaScript, where the observer has them: read from wasm, they were
+/// eight crossings more per write. Returns nothing to do (`false`).
+#[allow(clippy::too_many_arguments)]
+fn observed(
+    token: u32,
+    list: JsValue,
+    start: f64,
+    seq: f64,
+    codes: Vec<u32>,
+    flags: u32,
+    session: Option<String>,
+    target: Option<String>,
+) -> bool {
+    fault::check(Point::SessionEvent);
+    let inserted = inbox::Inserted {
+        list,
+        codes: inbox::Codes::of(codes, flags),
+        start,
+        seq: (flags & inbox::flag::SEQ != 0).then_some(seq),
+        target,
+        session,
+    };
+    inbox::session_event(token >> instance::ROLE_BITS, inserted);
+    false
 }
 
 /// The registry's call of a client query returned waiting: the flight's key, or
@@ -236,10 +277,6 @@ fn route(token: u32, previous: &JsValue, this: &JsValue, args: &Array) -> Result
         }
         Role::Created => {
             inbox::created(id, &args.get(0));
-            none
-        }
-        Role::SessionEvent => {
-            inbox::session_event(id, &args.get(0), &args.get(1));
             none
         }
         Role::Uninstall => {

@@ -43,11 +43,13 @@ export const life = {
   lastFault: undefined,
   /**
    * The ways into the current instance (set by `configure`): a trampoline's call,
-   * a claimed batch that needs the guard (a closure), and a client query's flight
-   * begun, settled first, and ended by the deadline timer (the instance's exports).
+   * a claimed batch that needs the guard and an inbox write the observer found
+   * (closures), and a client query's flight begun, settled first, and ended by
+   * the deadline timer (the instance's exports).
    */
   dispatch: undefined,
   claim: undefined,
+  observed: undefined,
   begin: undefined,
   settle: undefined,
   tick: undefined,

@@ -19,7 +19,7 @@
 // entering wasm.
 
 import { forgetRaised, rethrow } from './deferred.js'
-import { hasMessageCode, setLayout } from './shapes.js'
+import { codesOf, setLayout } from './shapes.js'
 import { fail, faultFacts, left, life } from './supervisor.js'
 
 /**
@@ -27,14 +27,15 @@ import { fail, faultFacts, left, life } from './supervisor.js'
  * shape-code layout), and the ways every trampoline of this generation enters
  * it: its wasm exports, which take numbers and host values only and so are
  * called as they are, with no glue between (a recovery's fresh instance hands
- * over its own), and the claim entry, a closure whose glue converts the batch's
- * shape codes and session id.
+ * over its own), and the two inbox entries, closures whose glue converts a
+ * list's shape codes and two strings: the claim's and the observer's.
  */
-export function configure(constants, shape, exports, claim) {
+export function configure(constants, shape, exports, claim, observed) {
   life.gen += 1
   life.K = interned({ ...constants, shape })
   life.dispatch = exports.dispatch
   life.claim = claim
+  life.observed = observed
   life.begin = exports.begin
   life.settle = exports.settle
   life.tick = exports.tick
@@ -144,28 +145,62 @@ export function makePreStep(token) {
 /**
  * The `session/event` observer: only inbox writes that inserted something other
  * than entries with the message code reach the guard (a claim's own splices are
- * deletions).
+ * deletions). They enter wasm once, through the observer's entry, with the
+ * inserted list, its codes and where it went, read here.
  */
 export function makeInsertObserver(token) {
   const gen = life.gen
   const { splicedEvent, inserted: key } = life.K
   return (session, event) => {
     if (!up(gen)) return
-    let clean = true
+    let data
+    let list
     try {
       if (event?.type !== splicedEvent) return
-      const inserted = event.data?.[key]
-      if (Array.isArray(inserted)) {
-        for (let i = 0; i < inserted.length; i++) {
-          if (!hasMessageCode(inserted[i])) {
-            clean = false
-            break
-          }
-        }
-      }
+      data = event.data
+      list = data?.[key]
+      if (!Array.isArray(list)) return
     } catch {
-      clean = false
+      return
     }
-    if (!clean) enter('sessionEvent', noop, token, gen, undefined, undefined, [session, event])
+    const codes = codesOf(list)
+    if (codes !== undefined) enterObserved(token, gen, session, event, data, list, codes)
   }
+}
+
+/** `object[key]`, or `undefined` when reading it throws. */
+function read(object, key) {
+  try {
+    return object?.[key]
+  } catch {
+    return undefined
+  }
+}
+
+const NO_CODES = new Uint32Array(0)
+
+/**
+ * Enter the current instance's observer entry: `(token, list, start, seq, codes,
+ * flags, session, target)`, numbers and two strings only (the flags are Rust's,
+ * `K.inboxFlags`; `seq` counts when `flags` says it is a number). `codes` is
+ * `null` when the list could not be read: Rust reads it again, defensively.
+ */
+function enterObserved(token, gen, session, event, data, list, codes) {
+  const F = life.K.inboxFlags
+  const start = read(data, 'start')
+  const seq = read(event, 'seq')
+  const target = read(data, 'target')
+  const id = read(session, 'id')
+  const flags = (codes === null ? F.unread : 0) | (typeof seq === 'number' ? F.seq : 0)
+  life.depth += 1
+  try {
+    life.observed(token, list, typeof start === 'number' ? start : 0, typeof seq === 'number' ? seq : 0,
+      codes ?? NO_CODES, flags, typeof id === 'string' ? id : undefined, typeof target === 'string' ? target : undefined)
+  } catch (error) {
+    fail('sessionEvent', error)
+    return
+  } finally {
+    left()
+  }
+  rethrow()
 }

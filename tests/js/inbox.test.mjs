@@ -604,6 +604,24 @@ test('guarded: report mode touches nothing — the turn fails exactly as without
   assertCountsMatch(service);
 });
 
+test('guarded: a durable record places the non-message where the write put it', async (t) => {
+  const { rig, service } = await guardedRig(t, { mode: 'report', timeContext: false });
+  const agent = await rig.createAgent();
+  // Two messages wait in next-turn; one write then inserts a message and a bare
+  // string after them, so the string lands at index 3.
+  agent.inbox.splice('next-turn', Infinity, 0, [userMessage('one'), userMessage('two')]);
+  agent.inbox.splice('next-turn', Infinity, 0, [userMessage('three'), BARE]);
+  const write = agent.session.events.findLast((e) => e.type === 'agent/inbox/spliced');
+  assert.equal(write.data.start, 2, 'the write inserted after the two waiting messages');
+  const durable = service.violations().filter((v) => v.origin === 'durable');
+  assert.equal(durable.length, 1, 'one non-message written');
+  assert.equal(durable[0].index, 3, "the write's start plus the entry's place in what it inserted");
+  assert.equal(durable[0].seq, write.seq);
+  assert.equal(durable[0].target, 'next-turn');
+  assert.equal(durable[0].sessionId, agent.id);
+  assert.equal(durable[0].valueKind, 'string');
+});
+
 test('guarded: report mode without time-context lets the raw value through', async (t) => {
   const { rig, service } = await guardedRig(t, { mode: 'report', timeContext: false });
   const agent = await rig.createAgent();
