@@ -159,7 +159,8 @@ export function makeInsertObserver(token) {
       if (event?.type !== splicedEvent) return
       data = event.data
       list = data?.[key]
-      if (!Array.isArray(list)) return
+      // A claim's own writes are deletions: nothing inserted.
+      if (!Array.isArray(list) || list.length === 0) return
     } catch {
       return
     }
