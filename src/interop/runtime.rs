@@ -215,7 +215,7 @@ fn claim(
 /// the list, where it went (`start`, and `seq` when [`inbox::flag::SEQ`] is set),
 /// its entries' shape codes, the session's id and the pending list written.
 /// Read in JavaScript, where the observer has them: read from wasm, they were
-/// eight crossings more per write. Returns nothing to do (`false`).
+/// a call out of wasm each, and several for most. Returns nothing to do (`false`).
 #[allow(clippy::too_many_arguments)]
 fn observed(
     token: u32,
