@@ -19,7 +19,7 @@
 // entering wasm.
 
 import { forgetRaised, rethrow } from './deferred.js'
-import { codesOf, setLayout } from './shapes.js'
+import { hasMessageCode, setLayout, shapes } from './shapes.js'
 import { fail, faultFacts, left, life } from './supervisor.js'
 
 /**
@@ -159,13 +159,15 @@ export function makeInsertObserver(token) {
       if (event?.type !== splicedEvent) return
       data = event.data
       list = data?.[key]
-      // A claim's own writes are deletions: nothing inserted.
-      if (!Array.isArray(list) || list.length === 0) return
+      if (!Array.isArray(list)) return
+      // A claim's own writes are deletions: nothing inserted, so nothing is read.
+      let i = 0
+      while (i < list.length && hasMessageCode(list[i])) i++
+      if (i === list.length) return
     } catch {
-      return
+      // A list that cannot be read through is coded defensively below.
     }
-    const codes = codesOf(list)
-    if (codes !== undefined) enterObserved(token, gen, session, event, data, list, codes)
+    if (list !== undefined) enterObserved(token, session, event, data, list, shapes(list))
   }
 }
 
@@ -178,25 +180,22 @@ function read(object, key) {
   }
 }
 
-const NO_CODES = new Uint32Array(0)
-
 /**
  * Enter the current instance's observer entry: `(token, list, start, seq, codes,
  * flags, session, target)`, numbers and two strings only (the flags are Rust's,
- * `K.inboxFlags`; `seq` counts when `flags` says it is a number). `codes` is
- * `null` when the list could not be read: Rust reads it again, defensively.
+ * `K.inboxFlags`; `seq` counts when `flags` says it is a number).
  */
-function enterObserved(token, gen, session, event, data, list, codes) {
+function enterObserved(token, session, event, data, list, codes) {
   const F = life.K.inboxFlags
   const start = read(data, 'start')
   const seq = read(event, 'seq')
   const target = read(data, 'target')
   const id = read(session, 'id')
-  const flags = (codes === null ? F.unread : 0) | (typeof seq === 'number' ? F.seq : 0)
+  const flags = typeof seq === 'number' ? F.seq : 0
   life.depth += 1
   try {
     life.observed(token, list, typeof start === 'number' ? start : 0, typeof seq === 'number' ? seq : 0,
-      codes ?? NO_CODES, flags, typeof id === 'string' ? id : undefined, typeof target === 'string' ? target : undefined)
+      codes, flags, typeof id === 'string' ? id : undefined, typeof target === 'string' ? target : undefined)
   } catch (error) {
     fail('sessionEvent', error)
     return
