@@ -429,8 +429,8 @@ pub(super) fn pre_step(guard: u32, event: &JsValue) {
 pub(super) struct Inserted {
     /// The list the write inserted (`data.inserted`).
     pub(super) list: JsValue,
-    /// The entries' shape codes, as the observer read them.
-    pub(super) codes: Codes,
+    /// The entries' shape codes, every entry coded (`shapes` in shapes.js).
+    pub(super) codes: Vec<u32>,
     /// Where in the pending list the write inserted (`data.start`; 0 when not a number).
     pub(super) start: f64,
     /// The write's log sequence number (`event.seq`), when it is a number.
@@ -448,14 +448,9 @@ pub(super) fn session_event(guard: u32, inserted: Inserted) {
         return;
     };
     let list = &inserted.list;
-    let codes = match inserted.codes {
-        Codes::Read(codes) => codes,
-        Codes::Unread => shapes(list),
-        Codes::Clean => return,
-    };
     let session_id = inserted.session.as_deref().unwrap_or_default();
     let mut clock = None;
-    for (i, code) in indexed(&codes) {
+    for (i, code) in indexed(&inserted.codes) {
         let probe = Probe::from_code(code);
         if classify(&probe) == Class::Message {
             continue;

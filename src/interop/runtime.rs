@@ -230,7 +230,7 @@ fn observed(
     fault::check(Point::SessionEvent);
     let inserted = inbox::Inserted {
         list,
-        codes: inbox::Codes::of(codes, flags),
+        codes,
         start,
         seq: (flags & inbox::flag::SEQ != 0).then_some(seq),
         target,
