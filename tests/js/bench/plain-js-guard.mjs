@@ -176,9 +176,12 @@ const ENDED = Object.freeze({ ok: true, data: undefined })
  * Guard `registry`'s client queries. Options as harness-guard's
  * `{ deadlineMs, refusalGraceMs, onReport }`, plus `warn(text)` for log lines and
  * `validate` (dsh-tools' `validateJsonSchemaValue`) to word an invalid answer.
- * Returns `dispose()`.
+ * Returns `dispose()`. `onBegin(startedAt)` and `onLand()`, off unless passed,
+ * are for one arm of section 1 only (bench.mjs, `xc`): called where a guarded
+ * query begins to wait and where it lands, they let that arm enter harness-guard's
+ * wasm where harness-guard's query wrapper does.
  */
-export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusalGraceMs = Math.min(1000, deadlineMs), onReport, warn, validate } = {}) {
+export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusalGraceMs = Math.min(1000, deadlineMs), onReport, warn, validate, onBegin, onLand } = {}) {
   const raw = originalOf(registry)
   const previousQuery = raw.query
   const previousResolve = raw.resolveClientQuery
@@ -289,6 +292,7 @@ export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusal
   }
 
   const land = (flight) => {
+    onLand?.()
     flights.delete(flight.requestId)
     refused.delete(flight)
     if (flights.size === 0) timer?.unref()
@@ -341,6 +345,7 @@ export function installPlainInspectGuard(registry, { deadlineMs = 15000, refusal
         warn?.('the registry did not emit cordis/inspect-query while a client query went on waiting; the guard found the request in the registry\'s pending entries instead')
       }
     }
+    onBegin?.(startedAt)
     flights.set(flight.requestId, flight)
     if (flights.size === 1) {
       if (timer === undefined || armedFor === Infinity) arm(flight.deadlineAt, startedAt)
