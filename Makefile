@@ -139,11 +139,13 @@ lint: .wasm-target
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --all-targets -- -D warnings
 
-# Unit and doc tests, then the property tests with the number of cases each ran.
+# Unit and doc tests, the property tests with the number of cases each ran, and the
+# boundary's imports read off its sources.
 test-rust:
 	cargo test --lib
 	cargo test --doc
 	cargo test --test properties -- --show-output
+	cargo test --test boundary
 
 # The runner's exit status alone is not enough: a failed async test can leave the
 # rest waiting, and Node then exits 0 with the loop drained, before the summary. So

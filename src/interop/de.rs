@@ -1,4 +1,4 @@
-//! A serde `Deserializer` over a plain JavaScript copy, for the config only.
+//! Reading the config: a plain JavaScript copy, through a serde `Deserializer` of its own.
 //!
 //! The config crosses once per mount: JavaScript takes a plain copy
 //! (`structuredClone`, getters read once) and serde's `Deserialize` for
@@ -19,15 +19,71 @@
 //! and an object's entries are taken in JavaScript (`bigintNumber` and
 //! `entriesOf` in values.js), one crossing each.
 
-use js_sys::Array;
+use js_sys::{Array, Reflect};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::forward_to_deserialize_any;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::js::{bigint_number, entries_of, is_array};
+use super::js::{bigint_number, entries_of, is_array, snapshot};
+use crate::config::Raw;
 
 /// Nesting read before every deeper value reads as unit (the schema is two levels).
 pub const MAX_DEPTH: u8 = 16;
+
+/// Read any JavaScript value into a [`Raw`] config tree, never throwing: a plain
+/// copy is taken in JavaScript (getters read once) and deserialized by serde
+/// (through [`from_copy`], below). A
+/// value that cannot be copied (a function, a symbol, a Proxy, a throwing
+/// getter) reads as unreadable at the deepest field that holds it.
+pub fn raw_config(value: &JsValue) -> Raw {
+    read_config(value, 0)
+}
+
+/// `value` as a [`Raw`] tree: its plain copy through serde, or, when no copy can
+/// be taken or read, its fields one by one (down to a few levels) to find the culprit.
+fn read_config(value: &JsValue, depth: u8) -> Raw {
+    match snapshot(value) {
+        Ok(copy) => from_copy(copy).unwrap_or_else(|_| locate_unreadable(value, depth)),
+        Err(_) => locate_unreadable(value, depth),
+    }
+}
+
+fn unreadable(value: &JsValue) -> Raw {
+    Raw::Other(value.js_typeof().as_string().map_or_else(
+        || "unreadable".into(),
+        |t| {
+            if t == "object" {
+                "unreadable".into()
+            } else {
+                t
+            }
+        },
+    ))
+}
+
+/// Find which field of a value that could not be copied is at fault.
+fn locate_unreadable(value: &JsValue, depth: u8) -> Raw {
+    if !value.is_object() || depth > 2 || is_array(value) != Some(false) {
+        return unreadable(value);
+    }
+    let keys = match Reflect::own_keys(value) {
+        Ok(keys) if keys.length() > 0 => keys,
+        // A value with no fields of its own (a `Set`, say) is itself the culprit.
+        _ => return unreadable(value),
+    };
+    let mut entries = Vec::new();
+    for key in keys.iter() {
+        let Some(name) = key.as_string() else {
+            continue;
+        };
+        let field = match Reflect::get(value, &key) {
+            Ok(v) => read_config(&v, depth + 1),
+            Err(_) => Raw::Other("unreadable".into()),
+        };
+        entries.push((name, field));
+    }
+    Raw::Object(entries)
+}
 
 /// The one error: the value has no plain-data reading. Its message is never
 /// formatted from serde's arguments, so no formatting code comes with it.

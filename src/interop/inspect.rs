@@ -28,12 +28,13 @@ use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::de::raw_config;
 use super::fault;
 use super::instance::{emit, emit_at, exclusive, shared, token, Instance, Role};
 use super::js::{
     at, call, call_with, deliver, disposer_of, flight_texts, get, get_fn, get_string, hold, length,
     make_announcer, monotonic_now, object, open_mount, original_of, patch_query, patch_resolve,
-    raw_config, release, report_later, text_of, to_js,
+    release, report_later, text_of, to_js,
 };
 use super::patch::PatchHandle;
 use super::timer::DeadlineTimer;

@@ -11,7 +11,6 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::config::Raw;
 use crate::error::Error;
 
 #[wasm_bindgen(module = "/src/interop/trampolines.js")]
@@ -308,61 +307,6 @@ pub fn to_js_error(error: &Error) -> JsValue {
         let _ = Reflect::set(&js, &JsValue::from_str("field"), &JsValue::from_str(field));
     }
     js.into()
-}
-
-/// Read any JavaScript value into a [`Raw`] config tree, never throwing: a plain
-/// copy is taken in JavaScript (getters read once) and deserialized by serde
-/// (through [`de`], the config's own small deserializer). A
-/// value that cannot be copied (a function, a symbol, a Proxy, a throwing
-/// getter) reads as unreadable at the deepest field that holds it.
-pub fn raw_config(value: &JsValue) -> Raw {
-    read_config(value, 0)
-}
-
-/// `value` as a [`Raw`] tree: its plain copy through serde, or, when no copy can
-/// be taken or read, its fields one by one (down to a few levels) to find the culprit.
-fn read_config(value: &JsValue, depth: u8) -> Raw {
-    match snapshot(value) {
-        Ok(copy) => super::de::from_copy(copy).unwrap_or_else(|_| locate_unreadable(value, depth)),
-        Err(_) => locate_unreadable(value, depth),
-    }
-}
-
-fn unreadable(value: &JsValue) -> Raw {
-    Raw::Other(value.js_typeof().as_string().map_or_else(
-        || "unreadable".into(),
-        |t| {
-            if t == "object" {
-                "unreadable".into()
-            } else {
-                t
-            }
-        },
-    ))
-}
-
-/// Find which field of a value that could not be copied is at fault.
-fn locate_unreadable(value: &JsValue, depth: u8) -> Raw {
-    if !value.is_object() || depth > 2 || is_array(value) != Some(false) {
-        return unreadable(value);
-    }
-    let keys = match Reflect::own_keys(value) {
-        Ok(keys) if keys.length() > 0 => keys,
-        // A value with no fields of its own (a `Set`, say) is itself the culprit.
-        _ => return unreadable(value),
-    };
-    let mut entries = Vec::new();
-    for key in keys.iter() {
-        let Some(name) = key.as_string() else {
-            continue;
-        };
-        let field = match Reflect::get(value, &key) {
-            Ok(v) => read_config(&v, depth + 1),
-            Err(_) => Raw::Other("unreadable".into()),
-        };
-        entries.push((name, field));
-    }
-    Raw::Object(entries)
 }
 
 /// `ctx[method](...args)`, its disposer held by `record`.

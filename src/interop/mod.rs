@@ -26,11 +26,12 @@ mod runtime;
 mod settings;
 mod timer;
 
+pub use de::raw_config;
 #[cfg(feature = "fault-injection")]
 pub use fault::inject as inject_fault;
 #[cfg(feature = "fault-injection")]
 pub use js::skew_clock;
-pub use js::{original_of, raw_config, to_js, to_js_error};
+pub use js::{original_of, to_js, to_js_error};
 pub use runtime::{
     apply, begin, bind_host, cancel_recovery, dispatch, in_flight, install_inspect_client_guard,
     reapply, recovery_plan, schedule_recovery, settle, tick,

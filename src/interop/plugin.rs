@@ -21,11 +21,12 @@ use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::de::raw_config;
 use super::fault::{self, Point};
 use super::instance::{self, emit, exclusive, shared, Instance, Role};
 use super::js::{
     abandon, call_with, fault_facts, get, get_fn, get_string, hold, host_call, object, open_mount,
-    original_of, raw_config, release, to_index, to_js,
+    original_of, release, to_index, to_js,
 };
 use super::{inbox, inspect, settings};
 use crate::config::{self, Config};

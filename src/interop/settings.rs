@@ -27,8 +27,9 @@
 use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
 
+use super::de::raw_config;
 use super::instance::{Instance, Role};
-use super::js::{get, get_fn, host_call, object, raw_config, release, to_index};
+use super::js::{get, get_fn, host_call, object, release, to_index};
 use crate::config::{self, Config};
 use crate::error::Error;
 
