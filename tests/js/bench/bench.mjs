@@ -768,10 +768,16 @@ async function heapChild({ arm, n }) {
   }
 }
 
-async function scaleChild({ arm, n, deadlineMs }) {
+/**
+ * N unanswered queries issued at once, each ended at its deadline. `startAfterMs`
+ * (a diagnostic only; make bench never sets it) waits that long before issuing, so
+ * that a run can tell what the process's age does to the collections among the endings.
+ */
+async function scaleChild({ arm, n, deadlineMs, startAfterMs = 0 }) {
   const pkg = await loadPackage()
   const host = await inspectHost()
   const dispose = await armInspect(arm, host, pkg, deadlineMs)
+  if (startAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, startAfterMs))
   await gc()
   const baseRss = process.memoryUsage().rss
   const baseWasm = wasmBytes()
