@@ -1344,12 +1344,6 @@ const bar = (r) => (r.bad ? Math.min(r.vs.pj.median, r.vs.xf.median) : r.vs.pj.m
 const atParity = (r) => !claimHolds(r) && bar(r) <= 1 + resolves(r)
 const claimMark = (r) => (claimHolds(r) ? true : atParity(r) ? PARITY : false)
 /**
- * The 100,000-query p99 holds at or below the seed's guard's, or the floor
- * arm's: the same guard, settling each expired entry so that nothing is left on
- * the call's signal. That clean-up allocates in the old generation at every
- * ending, which the seed's guard's endings do not (bench/README.md, "The floor arm").
- */
-/**
  * The client query against the plain-JS guard: at or below it, or above it by no
  * more than the crossing floor (arm xc: the plain-JS guard entering harness-guard's
  * wasm where harness-guard's begin and settle do, answered at once), or above that
@@ -1360,6 +1354,12 @@ function clientFloor(c) {
   const within = c.vs.xc.median <= 1 ? 'within the crossing floor' : 'and above the crossing floor arm'
   return `above the plain-JS guard (${c.vs.pj.median.toFixed(3)}×) ${within}: ÷ the plain-JS guard with two entries into the guard's wasm per query ${times(c.vs.xc, 3)}; the floor, that arm ÷ plain-JS, ${times(pairedRatio(c, 'xc', 'pj'), 3)}`
 }
+/**
+ * The 100,000-query p99 holds at or below the seed's guard's, or the floor
+ * arm's: the same guard, settling each expired entry so that nothing is left on
+ * the call's signal. That clean-up allocates in the old generation at every
+ * ending, which the seed's guard's endings do not (bench/README.md, "The floor arm").
+ */
 const latenessHolds = (h, d, f) => h.p99 <= d.p99 || (f !== undefined && h.p99 <= f.p99)
 const resolution = (r) => `the A/A arm (the plain-JS guard ÷ itself in the same rounds) ${times(r.aa, 3)}, a resolution of ±${(100 * resolves(r)).toFixed(1)}%`
 const versus = (r) => `÷ plain-JS ${times(r.vs.pj)} · ÷ seed ${times(r.vs.sd)}`
