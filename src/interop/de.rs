@@ -32,9 +32,9 @@ pub const MAX_DEPTH: u8 = 16;
 
 /// Read any JavaScript value into a [`Raw`] config tree, never throwing: a plain
 /// copy is taken in JavaScript (getters read once) and deserialized by serde
-/// (through [`from_copy`], below). A
-/// value that cannot be copied (a function, a symbol, a Proxy, a throwing
-/// getter) reads as unreadable at the deepest field that holds it.
+/// (through [`from_copy`], below). A value that cannot be copied (a function, a
+/// symbol, a Proxy, a throwing getter) reads as unreadable at the deepest field
+/// that holds it.
 pub fn raw_config(value: &JsValue) -> Raw {
     read_config(value, 0)
 }
