@@ -52,20 +52,30 @@ fn names_after(text: &str, prefix: &str) -> Vec<String> {
         .collect()
 }
 
-/// The modules named in a grouped import, `use super::{a, b::c};`.
+/// The modules named in a grouped import, `use super::{a, b::{c, d}, e};`: the
+/// first name of each item at the group's own level, over any lines.
 fn grouped(text: &str) -> Vec<String> {
     let code: String = code_lines(text).collect::<Vec<_>>().join("\n");
-    code.match_indices("super::{")
-        .flat_map(|(at, found)| {
-            let rest = &code[at + found.len()..];
-            let inner = &rest[..rest.find('}').unwrap_or(rest.len())];
-            inner
-                .split(',')
-                .map(|part| ident(part.trim_start()))
-                .collect::<Vec<_>>()
-        })
-        .filter(|name| !name.is_empty())
-        .collect()
+    let mut names = Vec::new();
+    for (at, found) in code.match_indices("super::{") {
+        let mut depth = 0;
+        let mut item_starts = true;
+        for (i, c) in code[at + found.len()..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => item_starts = true,
+                c if item_starts && !c.is_whitespace() => {
+                    names.push(ident(&code[at + found.len() + i..]));
+                    item_starts = false;
+                }
+                _ => {}
+            }
+        }
+    }
+    names.retain(|name| !name.is_empty());
+    names
 }
 
 fn code_lines(text: &str) -> impl Iterator<Item = &str> {
@@ -143,11 +153,11 @@ fn the_boundary_imports_one_way() {
 
 #[test]
 fn the_reader_sees_every_form_of_import() {
-    let text = "use super::js::{a, b};\nuse super::{inbox, inspect::x};\n// super::plugin in a comment\nlet t = super::timer::now();\nuse crate::interop::de::raw;";
+    let text = "use super::js::{a, b};\nuse super::{inbox, inspect::{x, y}, patch};\n// super::plugin in a comment\nlet t = super::timer::now();\nuse crate::interop::de::raw;\nuse super::{\n    settings,\n};";
     let mut named: BTreeSet<String> = names_after(text, "super::").into_iter().collect();
     named.extend(names_after(text, "crate::interop::"));
     named.extend(grouped(text));
-    let expected: BTreeSet<String> = ["js", "inbox", "inspect", "timer", "de"]
+    let expected: BTreeSet<String> = ["js", "inbox", "inspect", "patch", "timer", "de", "settings"]
         .map(String::from)
         .into();
     // The comment's `plugin` is not code.
