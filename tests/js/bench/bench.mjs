@@ -11,7 +11,7 @@
 //                                                         another checkout's pkg/), side by side in each
 //                                                         child: the claim rows and the two queries, printed
 //   node --expose-gc tests/js/bench/bench.mjs --beside=pj [--quick]
-//                                                         the same, against a peer (pj or sd) in one process
+//                                                         the same, against a peer (pj, pp or sd) in one process
 //   ... --beside=sd --other-timer=15000                   the same, with another timer alive in each child
 //
 // Sections (see README.md next to this file): 1 per-call overhead, 2 claim
@@ -84,7 +84,7 @@ const ARMS = option('arms')?.split(',')
 const AGAINST = option('against')
 const AGAINST_NAME = 'harness-guard-against'
 /**
- * `--beside=pj` (or `sd`): harness-guard against a peer as `--against` sets two
+ * `--beside=pj` (or `pp`, `sd`): harness-guard against a peer as `--against` sets two
  * builds side by side, the peer's host in the unguarded host's place.
  */
 const BESIDE = option('beside')
@@ -255,7 +255,8 @@ async function armInspect(arm, host, pkg, deadlineMs) {
     await fiber
     return () => fiber.dispose()
   }
-  if (arm === 'pj') return installPlainInspectGuard(host.raw, { deadlineMs, warn: host.warn })
+  // The inspect half patches the registry and listens to nothing, so mounted as a plugin (pp) it is the same.
+  if (arm === 'pj' || arm === 'pp') return installPlainInspectGuard(host.raw, { deadlineMs, warn: host.warn })
   if (arm === 'sd') return installSeedInspectGuard(host.raw, { deadlineMs })
   if (arm === 'xc') return installPlainInspectGuard(host.raw, { deadlineMs, warn: host.warn, ...queryCrossings(pkg.life) })
   // The floor arm of section 3: the seed's guard, leaving nothing on the call's signal.
@@ -276,6 +277,16 @@ async function agentHost(arm, pkg) {
   const warn = (text) => logger.warn(text)
   if (arm === 'hg' || arm === 'ht') await ctx.plugin(pkg.plugin, { inbox: { mode: 'repair' } })
   if (arm === 'pj' || arm === 'aa') installPlainInboxGuard(ctx, { mode: 'repair', previewChars: 80, createUserMessage, warn })
+  // The same guard mounted as a cordis plugin, as a cordis.patch.yml row is: its
+  // listeners owned by the plugin's fiber and taken off with it (`--beside=pp`).
+  if (arm === 'pp') {
+    await ctx.plugin({
+      name: 'plain-js-guard',
+      apply: (c) => {
+        c.on('dispose', installPlainInboxGuard(c, { mode: 'repair', previewChars: 80, createUserMessage, warn }))
+      },
+    })
+  }
   if (arm === 'sd') await ctx.plugin(seedInboxGuard, { mode: 'repair' })
   // No guard: a plugin with one no-op `session/event` listener, what any durable-write observer pays.
   if (arm === 'nl') await ctx.plugin({ name: 'bench-listener', apply: (c) => { c.on('session/event', () => {}) } })
@@ -404,7 +415,7 @@ class MinimalRegistry {
 
 // ---- the package really guards (a tampered or half-built install would measure nothing) ---------
 
-const ARM_NAMES = { un: 'unguarded', hg: 'harness-guard', pj: 'plain-JS guard', sd: 'seed guard', nl: 'no-op listener', xc: 'crossing floor of a client query', xf: 'crossing floor', aa: 'plain-JS guard again (A/A)', ht: 'harness-guard, wasm optimized from its first call', sc: 'seed guard settling each expired entry (the floor arm)' }
+const ARM_NAMES = { un: 'unguarded', hg: 'harness-guard', pj: 'plain-JS guard', pp: 'plain-JS guard mounted as a cordis plugin', sd: 'seed guard', nl: 'no-op listener', xc: 'crossing floor of a client query', xf: 'crossing floor', aa: 'plain-JS guard again (A/A)', ht: 'harness-guard, wasm optimized from its first call', sc: 'seed guard settling each expired entry (the floor arm)' }
 
 /**
  * One arm really guards: an unanswered query rejects with INSPECT_CLIENT_DEADLINE
@@ -1189,13 +1200,13 @@ if (AGAINST !== undefined && !CHILD) {
 }
 
 /**
- * `--beside=pj` (or `sd`): harness-guard against a peer, the peer's host in the
+ * `--beside=pj` (or `pp`, `sd`): harness-guard against a peer, the peer's host in the
  * unguarded host's place, as `--against` sets two builds. Both share one process,
  * timers included (see OTHER_TIMER). Nothing else runs; nothing is written.
  */
 if (BESIDE !== undefined && !CHILD) {
-  if (BESIDE !== 'pj' && BESIDE !== 'sd') {
-    console.error(`--beside=${BESIDE}: a peer, pj (the plain-JS guard) or sd (the seed's guard)`)
+  if (BESIDE !== 'pj' && BESIDE !== 'pp' && BESIDE !== 'sd') {
+    console.error(`--beside=${BESIDE}: a peer, pj (the plain-JS guard), pp (the same mounted as a cordis plugin) or sd (the seed's guard)`)
     process.exit(2)
   }
   sideBySide(`harness-guard ÷ the ${ARM_NAMES[BESIDE]}`, 'harness-guard', { beside: BESIDE })
