@@ -255,7 +255,7 @@ async function armInspect(arm, host, pkg, deadlineMs) {
     await fiber
     return () => fiber.dispose()
   }
-  // The inspect half patches the registry and listens to nothing, so mounted as a plugin (pp) it is the same.
+  // pp mounts only the inbox half as a plugin (agentHost); its inspect half is installed as pj's is.
   if (arm === 'pj' || arm === 'pp') return installPlainInspectGuard(host.raw, { deadlineMs, warn: host.warn })
   if (arm === 'sd') return installSeedInspectGuard(host.raw, { deadlineMs })
   if (arm === 'xc') return installPlainInspectGuard(host.raw, { deadlineMs, warn: host.warn, ...queryCrossings(pkg.life) })
