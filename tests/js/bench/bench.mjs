@@ -275,22 +275,24 @@ async function agentHost(arm, pkg) {
   ctx.llm.registerAdapter(['bench'], new SilentModel())
   const logger = ctx.logger('bench')
   const warn = (text) => logger.warn(text)
+  // The plain-JS guard's options, as its arms (pj, aa, pp, xf) install it.
+  const plain = { mode: 'repair', previewChars: 80, createUserMessage, warn }
   if (arm === 'hg' || arm === 'ht') await ctx.plugin(pkg.plugin, { inbox: { mode: 'repair' } })
-  if (arm === 'pj' || arm === 'aa') installPlainInboxGuard(ctx, { mode: 'repair', previewChars: 80, createUserMessage, warn })
+  if (arm === 'pj' || arm === 'aa') installPlainInboxGuard(ctx, plain)
   // The same guard mounted as a cordis plugin, as a cordis.patch.yml row is: its
   // listeners owned by the plugin's fiber and taken off with it (`--beside=pp`).
   if (arm === 'pp') {
     await ctx.plugin({
       name: 'plain-js-guard',
       apply: (c) => {
-        c.on('dispose', installPlainInboxGuard(c, { mode: 'repair', previewChars: 80, createUserMessage, warn }))
+        c.on('dispose', installPlainInboxGuard(c, plain))
       },
     })
   }
   if (arm === 'sd') await ctx.plugin(seedInboxGuard, { mode: 'repair' })
   // No guard: a plugin with one no-op `session/event` listener, what any durable-write observer pays.
   if (arm === 'nl') await ctx.plugin({ name: 'bench-listener', apply: (c) => { c.on('session/event', () => {}) } })
-  if (arm === 'xf') installPlainInboxGuard(ctx, { mode: 'repair', previewChars: 80, createUserMessage, warn, onBad: crossing(pkg.life) })
+  if (arm === 'xf') installPlainInboxGuard(ctx, { ...plain, onBad: crossing(pkg.life) })
   let sessions = 0
   return {
     ctx,
