@@ -591,6 +591,11 @@ mod tests {
             texts("😀", &[2, 4, NO_TEXT, -7]),
             vec![text(None, Some("😀"), None, None)]
         );
+        // No text takes no bytes: the text after it starts where it would have.
+        assert_eq!(
+            texts("ab", &[NO_TEXT, 2, NO_TEXT, NO_TEXT]),
+            vec![text(None, Some("ab"), None, None)]
+        );
         assert_eq!(texts("ab", &[2, 1]), vec![]);
         assert_eq!(texts("", &[]), vec![]);
     }
@@ -756,6 +761,32 @@ mod tests {
         f.land(s);
         assert_eq!(f.refuse(s, true, page("x"), 102.0), RefusalEffect::Ignored);
         assert!(f.waiting(s).is_none());
+    }
+
+    #[test]
+    fn a_refusal_at_the_deadline_itself_is_the_reason_given() {
+        let mut f = Flights::new();
+        let s = f.begin(query(1, 100, 10), 0.0);
+        assert_eq!(
+            f.refuse(s, true, page("provider-missing"), 100.0),
+            RefusalEffect::First
+        );
+        assert_eq!(
+            f.expire(100.0),
+            vec![(s, Ending::Refused(page("provider-missing")))]
+        );
+    }
+
+    #[test]
+    fn an_ending_belongs_to_its_own_generation_of_a_slot() {
+        let mut f = Flights::new();
+        let old = f.begin(query(1, 100, 10), 0.0);
+        assert!(f.settle(old));
+        let new = f.begin(query(1, 100, 10), 0.0);
+        assert_eq!(new.slot, old.slot, "the slot is reused");
+        assert_eq!(f.expire(100.0), vec![(new, Ending::Deadline)]);
+        assert_eq!(f.ending(new), Some(Ending::Deadline));
+        assert_eq!(f.ending(old), None, "a stale key names no ending");
     }
 
     #[test]
