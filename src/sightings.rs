@@ -204,12 +204,25 @@ mod tests {
     }
 
     #[test]
+    fn the_hash_is_fnv_1a_over_each_part_and_its_separator() {
+        assert_eq!(
+            hash(&[]),
+            0xcbf2_9ce4_8422_2325,
+            "no parts: the offset basis"
+        );
+        // FNV-1a 64 of the bytes "a" 0xff, and of "ab" 0xff "c" 0xff.
+        assert_eq!(hash(&[b"a"]), 0x089b_c907_b544_c769);
+        assert_eq!(hash(&[b"ab", b"c"]), 0x20ba_9b30_25a8_b421);
+    }
+
+    #[test]
     fn a_value_written_swept_claimed_and_seen_at_pre_step_is_one_value() {
         let mut t = Sightings::new();
         let first = t.written("s", fp("string:a bare string"));
         assert!(first.is_new());
         let swept = t.swept("s", &[(fp("string:a bare string"), true)]);
         assert_eq!(swept, [Seen::Again(first.id())]);
+        assert!(!swept[0].is_new(), "seen again");
         let swept = t.swept("s", &[(fp("string:a bare string"), true)]);
         assert_eq!(swept, [Seen::Again(first.id())], "a second step's sweep");
         let claimed = t.claimed("s", &[fp("string:a bare string")], true);
@@ -266,6 +279,31 @@ mod tests {
         t.written("other", fp("x"));
         assert_eq!(t.swept("s", &[]), []);
         assert_eq!(t.tracked(), 1, "only the other session's value is left");
+    }
+
+    #[test]
+    fn a_sweep_or_a_claim_forgets_only_its_own_session() {
+        let mut t = Sightings::new();
+        let pending = t.written("other", fp("x"));
+        let claimed = t.claimed("other", &[fp("y")], true)[0];
+        let mine = t.written("s", fp("z"));
+        assert_eq!(t.swept("s", &[(fp("z"), true)]), [Seen::Again(mine.id())]);
+        assert!(t.claimed("s", &[fp("w")], true)[0].is_new());
+        assert_eq!(
+            t.swept("s", &[(fp("z"), true)]),
+            [Seen::Again(mine.id())],
+            "a claim without it leaves it pending"
+        );
+        assert_eq!(
+            t.claimed("other", &[fp("y")], false),
+            [Seen::Again(claimed.id())],
+            "the other session's last claimed batch"
+        );
+        assert_eq!(
+            t.swept("other", &[(fp("x"), true)]),
+            [Seen::Again(pending.id())],
+            "the other session's pending value"
+        );
     }
 
     #[test]

@@ -449,6 +449,41 @@ mod tests {
     }
 
     #[test]
+    fn stale_entries_are_dropped_once_they_pass_twice_the_live_ones() {
+        let mut b = LogBound::default();
+        let (mut most, mut after) = (0, usize::MAX);
+        for i in 0..200u32 {
+            b.admit(
+                ["a", "b", "c"][i as usize % 3],
+                f64::from(i / 3) * WINDOW_MS,
+            );
+            most = most.max(b.order.len());
+            if most > b.order.len() {
+                after = after.min(b.order.len());
+            }
+        }
+        // Each reopening leaves one stale entry; three windows stay live.
+        assert_eq!(most, 2 * 3 + MIN_PRUNE_INTERVAL);
+        assert_eq!(after, 3, "compacted to the live entries");
+    }
+
+    #[test]
+    fn ended_windows_are_pruned_once_the_new_ones_reach_half_the_table() {
+        let mut b = LogBound::default();
+        for i in 0..300 {
+            b.admit(&format!("quiet-{i}"), 0.0);
+        }
+        b.since_prune = 0;
+        // At 60 s all 300 have ended; new sessions come one at a time.
+        let pruned_at = (1..=400).find(|k| {
+            b.admit(&format!("later-{k}"), WINDOW_MS);
+            !b.windows.keys().any(|key| key.starts_with("quiet-"))
+        });
+        // The k-th new session prunes when k reaches half of the 299 + k windows.
+        assert_eq!(pruned_at, Some(298));
+    }
+
+    #[test]
     fn a_reopened_window_moves_to_the_back_of_the_eviction_order() {
         let mut b = LogBound::default();
         b.admit("a", 0.0);
