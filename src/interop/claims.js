@@ -1,12 +1,14 @@
 // The claim wrapper: every agent's `inbox.claim`, and the one way a claimed
 // batch reaches the guard.
 //
-// The host's own claim (`Inbox.prototype.claim`, inherited) returns entries its
-// splice stored as plain frozen copies. When every entry has the message code
-// Rust handed over (shapes.js), the batch goes back untouched and never enters
-// wasm; it is kept, with its length, on the wrapper's binding, so that the
-// pre-step entry knows it was judged (`vouched`). Anything else enters wasm
-// once (`life.claim`), with numbers, the batch and the session id: Rust decides,
+// The host's own claim (`Inbox.prototype.claim`, inherited) returns the entries
+// of its live lists: those its splice put there are the durable log's plain
+// frozen snapshots, noted by the observer (`allLogged`). When every entry has
+// the message code Rust handed over (shapes.js) and is the log's own, the batch
+// goes back untouched and never enters wasm; it is kept, with its length, on
+// the wrapper's binding, so that the pre-step entry knows it was judged
+// (`vouched`). Anything else enters wasm once (`life.claim`), with numbers,
+// the batch and the session id: Rust decides,
 // renders, repairs and drops by index (values.js, edits.js), and says whether
 // to claim again (it emptied a turn's batch while more turns wait).
 //
@@ -16,7 +18,7 @@
 
 import { rethrow } from './deferred.js'
 import { bindingOf, patchWith } from './patches.js'
-import { codesOf } from './shapes.js'
+import { allLogged, codesOf } from './shapes.js'
 import { fail, left, life } from './supervisor.js'
 import { up } from './trampolines.js'
 import { isArray } from './values.js'
@@ -48,10 +50,12 @@ export function patchClaim(inbox, owner, token) {
       } catch {}
       const batch = previous.call(this, target, turn)
       const codes = codesOf(batch)
-      if (codes !== undefined) return judge(b, previous, this, [target, turn], batch, split, false, codes)
-      b.batch = batch
-      b.length = batch.length
-      return batch
+      if (codes === undefined && allLogged(batch)) {
+        b.batch = batch
+        b.length = batch.length
+        return batch
+      }
+      return judge(b, previous, this, [target, turn], batch, split, false, codes)
     }
   })
 }
@@ -67,17 +71,21 @@ function claimWith(b, previous, self, args, foreign) {
 /**
  * A batch the guard must see, with its codes (`codesOf`): Rust sanitizes it in
  * place, and the wrapper claims again while Rust says so. A clean batch of the
- * host's own claim, and anything that is not an array, goes back as it is.
+ * host's own claim whose entries the durable log wrote, and anything that is not
+ * an array, goes back as it is; `foreign` (another plugin's claim), or an entry
+ * the log did not write, has Rust judge message-shaped entries by their plain copies.
  */
 function judge(b, previous, self, args, batch, split, foreign, codes) {
   for (;;) {
     if (codes === null && isArray(batch) !== true) return batch
-    if (codes === undefined && !foreign) {
+    // An entry the durable log did not write: the batch is judged as another plugin's is.
+    const deep = foreign || !allLogged(batch)
+    if (codes === undefined && !deep) {
       b.batch = batch
       b.length = batch.length
       return batch
     }
-    const again = enterClaim(b, self, batch, split, codes, foreign, args[0] === life.K.nextTurn)
+    const again = enterClaim(b, self, batch, split, codes, deep, args[0] === life.K.nextTurn)
     if (up(b.gen)) {
       b.batch = batch
       b.length = sizeOf(batch)

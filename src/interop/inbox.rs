@@ -291,7 +291,9 @@ pub(super) struct Claimed {
     pub(super) next_turn: u32,
     /// The entries' shape codes, as the wrapper read them.
     pub(super) codes: Codes,
-    /// Something other than the host's own claim produced the batch.
+    /// Something other than the host's durable log produced the batch (another
+    /// plugin's claim, or an entry placed on the live list with no logged write):
+    /// its message-shaped entries are judged by their plain copies.
     pub(super) foreign: bool,
     /// The claim was for a turn (`next-turn`).
     pub(super) for_turn: bool,
@@ -303,7 +305,9 @@ pub(super) struct Claimed {
 /// and the observer with an inserted list (`enterObserved` in trampolines.js);
 /// both get them in `configure` as `K.inboxFlags`.
 pub(super) mod flag {
-    /// Something other than the host's own claim produced the batch.
+    /// Something other than the host's durable log produced the batch (another
+    /// plugin's claim, or an entry placed on the live list with no logged write):
+    /// its message-shaped entries are judged by their plain copies.
     pub(in crate::interop) const FOREIGN: u32 = 1;
     /// The claim was for a turn (`next-turn`).
     pub(in crate::interop) const FOR_TURN: u32 = 2;

@@ -163,6 +163,33 @@ export function codesOf(batch) {
   return codes
 }
 
+// ---- entries the durable log wrote ----------------------------------------------------
+
+/**
+ * The usable messages the observer saw inserted by a durable write: the log's
+ * own snapshots (plain JSON data, frozen), which the host's splice puts in the
+ * inbox as they are. `inbox.nextStep` is the live list, so an entry can also be
+ * placed there with no write at all; such an entry is not here, and its batch
+ * gets the deep check (claims.js). So does the first claim of entries written
+ * before the guard was mounted.
+ */
+const logged = new WeakSet()
+
+/** The observer's note of an inserted entry with the message code. */
+export function noteLogged(entry) {
+  logged.add(entry)
+}
+
+/** Whether every entry of `batch` is one the durable log wrote; false when the batch cannot be read. */
+export function allLogged(batch) {
+  try {
+    for (let i = 0; i < batch.length; i++) if (!logged.has(batch[i])) return false
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** The shape code of every entry of `list`; none when its length cannot be read (a trapping Proxy). */
 export function shapes(list) {
   let codes

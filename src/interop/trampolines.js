@@ -19,7 +19,7 @@
 // entering wasm.
 
 import { forgetRaised, rethrow } from './deferred.js'
-import { hasMessageCode, setLayout, shapes } from './shapes.js'
+import { hasMessageCode, noteLogged, setLayout, shapes } from './shapes.js'
 import { fail, faultFacts, left, life } from './supervisor.js'
 
 /**
@@ -161,9 +161,14 @@ export function makeInsertObserver(token) {
       list = data?.[key]
       if (!Array.isArray(list)) return
       // A claim's own writes are deletions: nothing inserted, so nothing is read.
-      let i = 0
-      while (i < list.length && hasMessageCode(list[i])) i++
-      if (i === list.length) return
+      // Each usable message is noted as the log's own (see `allLogged`).
+      let clean = true
+      for (let i = 0; i < list.length; i++) {
+        const entry = list[i]
+        if (hasMessageCode(entry)) noteLogged(entry)
+        else clean = false
+      }
+      if (clean) return
     } catch {
       // A list that cannot be read through is coded defensively below.
     }

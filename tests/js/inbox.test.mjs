@@ -834,6 +834,93 @@ for (const [label, producer, mountFirst] of [
   });
 }
 
+// `inbox.nextStep` is the inbox's live list, so a plugin can push onto it and
+// bypass the durable log: the host's own claim then hands the entry over as it
+// is. None of these is plain JSON data with the four fields right: an array
+// carrying a message's fields, a message whose `source` is an array, and
+// message-shaped entries holding a bigint or a cycle, which only a deep check
+// tells from a message.
+const LIVE_PUSHED = [
+  ['a message-shaped entry holding a bigint', 'object', () => ({
+    id: 'bigint-inside', role: 'user', content: [{ type: 'text', text: 'a bigint inside' }], source: { kind: 'plugin', n: 1n },
+  })],
+  ['a message-shaped entry holding a cycle', 'object', () => {
+    const source = { kind: 'plugin' };
+    source.self = source;
+    return { id: 'cycle-inside', role: 'user', content: [{ type: 'text', text: 'a cycle inside' }], source };
+  }],
+  ['an array carrying a message\'s fields', 'array', () => Object.assign([], {
+    id: 'array-entry', role: 'user', content: [{ type: 'text', text: 'from an array' }], source: { kind: 'plugin' },
+  })],
+  ['a message whose source is an array', 'object', () => ({
+    id: 'array-source', role: 'user', content: [{ type: 'text', text: 'an array source' }], source: Object.assign([], { kind: 'plugin' }),
+  })],
+];
+
+for (const [label, valueKind, make] of LIVE_PUSHED) {
+  test(`control: ${label}, pushed onto the live inbox, kills the turn before the model is called`, async (t) => {
+    const rig = await plainRig(t);
+    const agent = await rig.createAgent();
+    const value = make();
+    agent.inbox.nextStep.push(value);
+    assert.deepEqual(agent.inbox.claim('next-step', 1), [value], 'a claim hands it over as it is');
+    agent.inbox.nextStep.push(make());
+    agent.followup(userMessage('wake'));
+    await rig.waitIdle(agent);
+    const { reason } = rig.turn(agent, 1);
+    assert.equal(reason.kind, 'error');
+    assert.match(reason.error.message, /non-JSON-serializable/);
+    assert.equal(rig.requests.length, 0);
+  });
+
+  test(`guarded: ${label}, pushed onto the live inbox, is dropped by the guard's claim of it`, async (t) => {
+    const { rig, service } = await guardedRig(t);
+    const agent = await rig.createAgent();
+    agent.inbox.nextStep.push(make());
+    // What the guard's claim returns, before any pre-step listener (the guard's own included) runs.
+    assert.deepEqual(agent.inbox.claim('next-step', 1), [], 'the claim hands over no such entry');
+    agent.inbox.nextStep.push(make());
+    agent.followup(userMessage('wake'));
+    await rig.waitIdle(agent);
+    assert.deepEqual(rig.turn(agent, 1).reason, { kind: 'completed' });
+    assert.deepEqual(rendered(rig.requests[0]), ['wake', 'CLOCK']);
+    const claimed = ['claimed', valueKind, 'quarantined'];
+    assert.deepEqual(service.violations().map((v) => [v.origin, v.valueKind, v.action]), [claimed, claimed]);
+  });
+}
+
+test('control: the host\'s own claim, called with a third argument, receives it', async (t) => {
+  const seen = spyOnHostClaim(t);
+  const rig = await plainRig(t);
+  const agent = await rig.createAgent();
+  agent.inbox.claim('next-step', 1, 'third');
+  assert.deepEqual(seen, [3]);
+});
+
+test('guarded: a claim with more than the loop\'s two arguments passes them all on', async (t) => {
+  const seen = spyOnHostClaim(t);
+  const { rig } = await guardedRig(t);
+  const agent = await rig.createAgent();
+  assert.equal(Object.hasOwn(agent.inbox, 'claim'), true, 'wrapped at agent/created');
+  agent.inbox.claim('next-step', 1, 'third');
+  agent.inbox.claim('next-step', 1);
+  assert.deepEqual(seen, [3, 2]);
+});
+
+/** How many arguments each call of the host's own claim received (the prototype's method, put back after `t`). */
+function spyOnHostClaim(t) {
+  const seen = [];
+  const original = Inbox.prototype.claim;
+  Inbox.prototype.claim = function claim(...args) {
+    seen.push(args.length);
+    return original.apply(this, args);
+  };
+  t.after(() => {
+    Inbox.prototype.claim = original;
+  });
+  return seen;
+}
+
 test('guarded: a multi-megabyte string reaches the model whole, its previews stay bounded', async (t) => {
   const huge = 'x'.repeat(3 * 1024 * 1024) + 'END';
   const { rig, service } = await guardedRig(t, { previewChars: 16 });

@@ -25,8 +25,10 @@
 // `repair` makes a string, finite number, boolean or bigint the contract's
 // notice message with `createUserMessage`, anything else is dropped;
 // `quarantine` drops every non-message; `report` records only. A batch not made
-// by the host's own claim alone (another plugin's claim under this one, or one
-// added to after it) has its message-shaped entries judged by their plain copy
+// by the host's own claim alone, of entries its durable log wrote (another
+// plugin's claim under this one, an entry placed on the live list with no
+// logged write, or a batch added to after its claim) has its message-shaped
+// entries judged by their plain copy
 // (through JSON), which is handed on in their place. A turn's batch emptied
 // while more turns wait claims the next one. The pre-step entry sanitizes a
 // batch the wrapper did not return as it is (claimed before the install, or
@@ -510,6 +512,8 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
   // inbox (and through it, its whole session log) alive.
   const wrapped = new Set()
   let pruned = 0
+  /** The usable messages durable writes inserted (the log's own snapshots). */
+  const logged = new WeakSet()
   /** The units of a rendering a preview and a fingerprint are made of. */
   const units = 2 * previewChars + 2
 
@@ -600,7 +604,8 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
   const wrap = (inbox) => {
     const previous = inbox?.claim
     if (typeof previous !== 'function' || previous.plainGuard) return
-    // The host's own claim (inherited) hands over plain copies its splice stored.
+    // The host's own claim (inherited) hands over its live lists' entries: those
+    // its splice put there are the durable log's plain snapshots (`logged`).
     const foreign = Object.hasOwn(inbox, 'claim')
     const guarded = function plainGuardedClaim(target, turn) {
       for (;;) {
@@ -611,9 +616,12 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
         let left = claimed
         let clean = !foreign
         for (let i = 0; clean && i < claimed; i += 1) clean = isMessage(batch[i])
-        if (!clean) {
+        // An entry the durable log did not write: the batch is judged as another plugin's is.
+        let deep = foreign
+        for (let i = 0; !deep && i < claimed; i += 1) deep = !logged.has(batch[i])
+        if (!clean || deep) {
           onBad?.(batch, split, this)
-          left = sanitize(batch, this.session?.id, split, foreign, true)
+          left = sanitize(batch, this.session?.id, split, deep, true)
         }
         // Judged: the pre-step entry needs not judge this batch's copies again.
         guarded.batch = batch
@@ -674,7 +682,10 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
       if (!Array.isArray(inserted)) return
       for (let i = 0; i < inserted.length; i += 1) {
         const value = inserted[i]
-        if (isMessage(value)) continue
+        if (isMessage(value)) {
+          logged.add(value)
+          continue
+        }
         const seen = sightings.written(session?.id ?? '', fingerprint(value))
         record(value, 'observed', 'durable', session?.id, event.data.target, (event.data.start ?? 0) + i, event.seq, seen)
       }
