@@ -50,7 +50,7 @@ export function patchClaim(inbox, owner, token) {
       } catch {}
       const batch = previous.call(this, target, turn)
       const codes = codesOf(batch)
-      if (codes === undefined && allLogged(batch)) {
+      if (codes === undefined && allLogged(batch, codes)) {
         b.batch = batch
         b.length = batch.length
         return batch
@@ -72,14 +72,15 @@ function claimWith(b, previous, self, args, foreign) {
  * A batch the guard must see, with its codes (`codesOf`): Rust sanitizes it in
  * place, and the wrapper claims again while Rust says so. A clean batch of the
  * host's own claim whose entries the durable log wrote, and anything that is not
- * an array, goes back as it is; `foreign` (another plugin's claim), or an entry
- * the log did not write, has Rust judge message-shaped entries by their plain copies.
+ * an array, goes back as it is; `foreign` (another plugin's claim), or a
+ * message-shaped entry the log did not write, has Rust judge message-shaped
+ * entries by their plain copies.
  */
 function judge(b, previous, self, args, batch, split, foreign, codes) {
   for (;;) {
     if (codes === null && isArray(batch) !== true) return batch
-    // An entry the durable log did not write: the batch is judged as another plugin's is.
-    const deep = foreign || !allLogged(batch)
+    // A message-shaped entry the durable log did not write: the batch is judged as another plugin's is.
+    const deep = foreign || !allLogged(batch, codes)
     if (codes === undefined && !deep) {
       b.batch = batch
       b.length = batch.length

@@ -8,9 +8,12 @@
 // calls a usable message are Rust's, handed over when an instance starts
 // (`setLayout`).
 //
+// Also here: which entries the durable log wrote (`allLogged`), the one other
+// fact the claim's fast path needs.
+//
 // Why JavaScript: a clean batch is judged here with no crossing at all. Read
 // from wasm, each of the five property reads an entry needs would be a crossing
-// of its own.
+// of its own, and so would each look-up among the log's entries (by identity).
 
 /** The layout Rust handed over (`K.shape`), and the code of a usable message. */
 let S
@@ -180,10 +183,18 @@ export function noteLogged(entry) {
   logged.add(entry)
 }
 
-/** Whether every entry of `batch` is one the durable log wrote; false when the batch cannot be read. */
-export function allLogged(batch) {
+/**
+ * Whether every entry of `batch` with the message code is one the durable log
+ * wrote (`codes` as `codesOf` gave them: `undefined`, every entry has it). The
+ * others are non-messages, judged as such. False when the codes could not be read.
+ */
+export function allLogged(batch, codes) {
+  if (codes === null) return false
   try {
-    for (let i = 0; i < batch.length; i++) if (!logged.has(batch[i])) return false
+    for (let i = 0; i < batch.length; i++) {
+      if (codes !== undefined && codes[i] !== MESSAGE) continue
+      if (!logged.has(batch[i])) return false
+    }
     return true
   } catch {
     return false

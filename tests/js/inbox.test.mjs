@@ -889,6 +889,18 @@ for (const [label, valueKind, make] of LIVE_PUSHED) {
   });
 }
 
+test('guarded: beside a bad entry the log wrote, a message-shaped entry it did not write is still judged by its plain copy', async (t) => {
+  const { rig, service } = await guardedRig(t);
+  const agent = await rig.createAgent();
+  agent.inject(BARE);
+  agent.inbox.nextStep.push(LIVE_PUSHED[0][2]());
+  const batch = agent.inbox.claim('next-step', 1);
+  assert.equal(batch.length, 1, 'the bigint-holding entry is dropped');
+  assertRepaired(batch[0], BARE, 'string');
+  assert.deepEqual(service.violations().filter((v) => v.origin === 'claimed').map((v) => [v.valueKind, v.action]),
+    [['string', 'repaired'], ['object', 'quarantined']]);
+});
+
 test('control: the host\'s own claim, called with a third argument, receives it', async (t) => {
   const seen = spyOnHostClaim(t);
   const rig = await plainRig(t);

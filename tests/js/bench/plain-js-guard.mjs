@@ -561,7 +561,8 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
    * Sanitize a batch in place (backwards); records in batch order. `deep`: the
    * batch is not the host's own claim alone, so a message-shaped entry is judged
    * by its plain copy, which is handed on in its place. `byClaim`: seen by the
-   * claim wrapper (else at the pre-step entry). Returns the entries left.
+   * claim wrapper (else at the pre-step entry), where a message-shaped entry the
+   * durable log did not write is judged so too. Returns the entries left.
    */
   const sanitize = (batch, sessionId, split, deep, byClaim) => {
     let found
@@ -569,7 +570,7 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
     for (let i = batch.length - 1; i >= 0; i -= 1) {
       const value = batch[i]
       if (isMessage(value)) {
-        if (!deep) continue
+        if (!deep && (!byClaim || logged.has(value))) continue
         const copy = plainCopy(value)
         if (isMessage(copy)) {
           if (mode !== 'report') batch[i] = copy
@@ -616,12 +617,11 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
         let left = claimed
         let clean = !foreign
         for (let i = 0; clean && i < claimed; i += 1) clean = isMessage(batch[i])
-        // An entry the durable log did not write: the batch is judged as another plugin's is.
-        let deep = foreign
-        for (let i = 0; !deep && i < claimed; i += 1) deep = !logged.has(batch[i])
-        if (!clean || deep) {
+        // A message the durable log did not write is judged by its plain copy (`sanitize`).
+        for (let i = 0; clean && i < claimed; i += 1) clean = logged.has(batch[i])
+        if (!clean) {
           onBad?.(batch, split, this)
-          left = sanitize(batch, this.session?.id, split, deep, true)
+          left = sanitize(batch, this.session?.id, split, foreign, true)
         }
         // Judged: the pre-step entry needs not judge this batch's copies again.
         guarded.batch = batch
