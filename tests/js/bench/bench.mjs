@@ -1415,7 +1415,8 @@ if (s2) {
   for (const r of s2) {
     const name = claimLabel(r.size, r.bad)
     // The seed's guard does less than the contract (no escaping, no warn-line bound,
-    // no value identity, no plain-copy judging of another plugin's batch); the plain-JS
+    // no value identity, no plain-copy judging of another plugin's batch or of an entry
+    // no durable write put in the inbox); the plain-JS
     // guard does it all. Where harness-guard is above the seed's guard but not the
     // plain-JS guard's, that difference, plain-JS ÷ seed in the same rounds, is the floor.
     const floor = pairedRatio(r, 'pj', 'sd')
@@ -1554,7 +1555,7 @@ function summaryTable() {
         : 'worst row'
     add('Claims (batches of 1, 10, 100; clean and 10% bad), per claim',
       `${which}: batch of ${r.size} ${r.bad ? '10% bad' : 'clean'}, ${times(r.vs.pj, 3)} the plain-JS guard's${r.bad ? `; ${times(r.vs.xf, 3)} the plain-JS guard's with one entry into the guard's wasm (the crossing floor)` : ''}${withinTier(r) ? `; harness-guard with its wasm optimized from its first call ${r.tier.ratio.toFixed(3)}× ${r.tier.arm}'s (the baseline-tier floor ${times(r.vs.ht, 3)})` : ''}; A/A ${times(r.aa, 3)}`,
-      `÷ seed's guard ${times(r.vs.sd, 3)} (that guard skips escaping, the warn-line bound and value identity)`, ok)
+      `÷ seed's guard ${times(r.vs.sd, 3)} (that guard skips escaping, the warn-line bound, value identity and the check of entries no durable write put in the inbox)`, ok)
   }
   const big = s3.filter((x) => x.n >= JUDGED_N)
   const [h100, d100, f100] = ['hg', 'sd', 'sc'].map((arm) => big.find((x) => x.arm === arm))
