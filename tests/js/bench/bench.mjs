@@ -145,7 +145,8 @@ const summary = (xs) => {
 const paired = (a, b) => summary(a.map((v, r) => v / b[r]))
 const progress = (text) => console.log(`  ${text}`)
 
-const int = (n) => Math.round(n).toLocaleString('en-US')
+// `+ 0`: a negative value that rounds to zero is printed 0, not -0.
+const int = (n) => (Math.round(n) + 0).toLocaleString('en-US')
 const ns = (n) => `${int(n)} ns`
 const signedNs = (n) => `${n >= 0 ? '+' : '−'}${int(Math.abs(n))} ns`
 const ms = (n, digits = 1) => `${n.toFixed(digits)} ms`

@@ -20,7 +20,8 @@ const WIDTH = 1000
 const FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
 
 const esc = (text) => String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
-const int = (n) => Math.round(n).toLocaleString('en-US')
+// `+ 0`: a negative value that rounds to zero is printed 0, not -0.
+const int = (n) => (Math.round(n) + 0).toLocaleString('en-US')
 /** A time in ns, in the unit that reads best. */
 function time(nsValue, signed = true) {
   const sign = nsValue < 0 ? '−' : signed ? '+' : ''
