@@ -149,13 +149,18 @@ const progress = (text) => console.log(`  ${text}`)
 const int = (n) => (Math.round(n) + 0).toLocaleString('en-US')
 const ns = (n) => `${int(n)} ns`
 const signedNs = (n) => `${n >= 0 ? '+' : '−'}${int(Math.abs(n))} ns`
-const ms = (n, digits = 1) => `${n.toFixed(digits)} ms`
+/** `n.toFixed(digits)`, a negative value that rounds to zero printed as zero too. */
+const fixed = (n, digits) => {
+  const text = n.toFixed(digits)
+  return Number(text) === 0 ? (0).toFixed(digits) : text
+}
+const ms = (n, digits = 1) => `${fixed(n, digits)} ms`
 const kib = (b) => `${(b / 1024).toLocaleString('en-US', { maximumFractionDigits: 1 })} KiB`
 const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`
 /** Section 3's p99 of each child, in ms: "20.4, 181.0, 133.1". */
-const p99s = (r) => r.p99s.map((x) => x.toFixed(1)).join(', ')
+const p99s = (r) => r.p99s.map((x) => fixed(x, 1)).join(', ')
 /** Section 3's longest collection pause of each child while its queries ended, its kind named past 50 ms. */
-const pauses = (r) => `${r.pauses.map(([t, kind]) => `${t.toFixed(1)}${t >= 50 ? ` (${kind})` : ''}`).join(', ')} ms`
+const pauses = (r) => `${r.pauses.map(([t, kind]) => `${fixed(t, 1)}${t >= 50 ? ` (${kind})` : ''}`).join(', ')} ms`
 
 /** Least-squares slope of y over x, with its standard error. */
 function slope(points) {
