@@ -4,7 +4,8 @@
 //! (plugin.rs) take what they share from here; none of them imports the
 //! runtime, which is the root of an instance's life (runtime.rs: its start,
 //! the routing of every trampoline's call down to them, its recovery timer).
-//! Each keeps its own state in a cell of its own module.
+//! Each guard keeps its own state in a cell of its own module; the settings
+//! link lives in the mount's state.
 //!
 //! Every function handed to the host is a trampoline (trampolines.js): a small
 //! JavaScript function that enters the current instance with a token naming

@@ -9,10 +9,11 @@
 //! [`instance`] (tokens and roles, trampolines, ids, the warn-line bound) and
 //! the bindings from [`js`]. No module imports one above it.
 //!
-//! No call into JavaScript is made while a `RefCell` borrow is held (but Node's
-//! timer functions on the deadline timer's own cell, which never call back),
-//! because JavaScript may call straight back in (a conflict traps: see
-//! `instance::exclusive`).
+//! No call into JavaScript is made while a `RefCell` borrow is held, because
+//! JavaScript may call straight back in (a conflict traps: see
+//! `instance::exclusive`); but calls that never call back: Node's timer
+//! functions and `keepTimers` on the deadline timer's own cell, and
+//! serde-wasm-bindgen building a record's plain value from a ledger.
 
 mod de;
 mod fault;

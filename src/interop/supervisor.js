@@ -24,8 +24,9 @@
 // the recovery, which runs once that frame is gone.
 //
 // A mount record is what survives an instance: `{ kind, ctx, config, host,
-// logger, held, gen }` for a plugin mount (`kind: 'plugin'`), or `{ kind:
-// 'inspect', registry, options, host, held, gen }` for a programmatic install.
+// logger, held, gen, effect }` for a plugin mount (`kind: 'plugin'`), or `{ kind:
+// 'inspect', registry, config, host, logger, held, gen }` for a programmatic
+// install (`config`: its options).
 
 /** What every part of the boundary reads: the current instance and the guard's state. */
 export const life = {
