@@ -19,8 +19,8 @@ export interface InspectClientGuardOptions {
   /** Integer, 0 ..= deadlineMs. Default min(1000, deadlineMs). */
   refusalGraceMs?: number
   /**
-   * Called once per report, after the query it reports on was ended and its caller
-   * rejected, with no call of the guard's on the stack. It may call anything: the
+   * Called once per report, after the query it reports on was ended (its caller's
+   * rejection decided), with no call of the guard's on the stack. It may call anything: the
    * `dispose()` this install returned, another install, a new query. What it throws
    * is dropped (the guard and the other reports go on).
    */
