@@ -20,9 +20,9 @@ export interface InspectClientGuardOptions {
   refusalGraceMs?: number
   /**
    * Called once per report, after the query it reports on was ended (its caller's
-   * rejection decided), with no call of the guard's on the stack. It may call anything: the
-   * `dispose()` this install returned, another install, a new query. What it throws
-   * is dropped (the guard and the other reports go on).
+   * rejection decided), with no call of the guard's on the stack. It may call
+   * anything: the `dispose()` this install returned, another install, a new query.
+   * What it throws is dropped (the guard and the other reports go on).
    */
   onReport?: (report: InspectReport) => void
 }
