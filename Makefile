@@ -220,7 +220,7 @@ $(CHROMIUM):
 	  echo "or name another Chromium build: make e2e CHROMIUM=<path>" >&2; \
 	  exit 1; \
 	fi
-	@echo "== installing Debian's chromium for the end-to-end suite (about 30 s, once)"
+	@echo "== installing Debian's chromium for the end-to-end suite (once)"
 	export DEBIAN_FRONTEND=noninteractive && $(CHROMIUM_INSTALL)
 	@test -x $(CHROMIUM) || { echo "the chromium package did not install $(CHROMIUM)" >&2; exit 1; }
 e2e: $(TARBALL) $(E2E_STAMP) $(CHROMIUM)

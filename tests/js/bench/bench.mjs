@@ -59,6 +59,7 @@ import { installPlainInboxGuard, installPlainInspectGuard } from './plain-js-gua
 import { installInspectClientGuard as installSeedInspectGuard } from './seed-inspect-guard.mjs'
 import { plugin as seedInboxGuard } from './seed-inbox-guard.mjs'
 import { writeChart } from './chart.mjs'
+import { requireAgentLoopNode } from '../support/agent-rig.mjs'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
 const RIG = path.resolve(HERE, '..')
@@ -67,6 +68,12 @@ const PACKAGE = 'cordis-plugin-harness-guard'
 const ORIGINAL = Symbol.for('cordis.original')
 
 const argv = process.argv.slice(2)
+try {
+  requireAgentLoopNode('the benchmark')
+} catch (error) {
+  console.error(error.message)
+  process.exit(1)
+}
 const QUICK = argv.includes('--quick')
 const CHILD = argv.includes('--child') ? argv[argv.indexOf('--child') + 1] : undefined
 const option = (key) => argv.find((a) => a.startsWith(`--${key}=`))?.slice(key.length + 3)
@@ -1532,7 +1539,7 @@ const table = [header, '|---|---|---|---|---|---|---|---|---|',
   ...rows.map((r) => `| ${r.section} | ${r.measure} | ${r.un} | ${r.hg} | ${r.pj} | ${r.sd} | ${r.vs} | ${r.budget} | ${mark(r.ok)} |`)].join('\n')
 
 /**
- * The READMEs' summary (at most 8 rows, four columns): what a user weighs, each
+ * The READMEs' summary (at most 7 rows, four columns): what a user weighs, each
  * figure from a row of the full table above, with the comparison it was judged on.
  */
 function summaryTable() {

