@@ -153,8 +153,8 @@ impl<'de> Visitor<'de> for RawVisitor {
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Raw, E> {
         Ok(Raw::Bool(v))
     }
-    // Integers reach here as JavaScript numbers (safe integers) or bigints; both
-    // read as the number they hold.
+    // The config's own reader (interop/de.rs) visits every number as an f64;
+    // an integer visit from another deserializer reads as the number it holds.
     #[allow(clippy::cast_precision_loss)]
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Raw, E> {
         Ok(Raw::Number(v as f64))

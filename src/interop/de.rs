@@ -10,21 +10,22 @@
 //! everything that goes out (records, counts, the normalized config).
 //!
 //! Every value maps to one visit: `null`/`undefined` to unit, booleans,
-//! numbers (bigints in `i64::MIN..=u64::MAX` as the nearest number), strings, arrays to a sequence,
-//! `Uint8Array`/`ArrayBuffer` to bytes (their contents unread), a `Map` with
-//! string keys and any other non-iterable object to a map of its own
-//! enumerable string-keyed entries. Anything else (a `Set`, a `Map` with a
-//! non-string key) is an error, which the caller reads as unreadable. Past
-//! [`MAX_DEPTH`] every value is unit, so a cyclic copy ends. A bigint's number
-//! and an object's entries are taken in JavaScript (`bigintNumber` and
-//! `entriesOf` in values.js), one crossing each.
+//! numbers, strings, arrays to a sequence, `Uint8Array`/`ArrayBuffer` to bytes
+//! (their contents unread), and any non-iterable object to a map of its own
+//! enumerable string-keyed entries. Anything else (a bigint, a `Map`, a `Set`)
+//! is an error, which the caller reads as unreadable: the schema the loader
+//! calls before the mount (`Config`, schemastery) resolves none of them as the
+//! number or the object it expects, so the guard reads them as it does, and a
+//! value the mount would not run with is refused, naming its field. Past
+//! [`MAX_DEPTH`] every value is unit, so a cyclic copy ends. An object's entries
+//! are taken in JavaScript (`entriesOf` in values.js), one crossing.
 
 use js_sys::{Array, Reflect};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::forward_to_deserialize_any;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::js::{bigint_number, entries_of, is_array, snapshot};
+use super::js::{entries_of, is_array, snapshot};
 use crate::config::Raw;
 
 /// Nesting read before every deeper value reads as unit (the schema is two levels).
@@ -137,10 +138,6 @@ impl<'de> de::Deserializer<'de> for Plain {
         }
         if let Some(n) = v.as_f64() {
             return visitor.visit_f64(n);
-        }
-        if v.is_bigint() {
-            // As the nearest number; outside i64::MIN..=u64::MAX it has no reading.
-            return bigint_number(v).map_or(Err(Unreadable), |n| visitor.visit_f64(n));
         }
         if let Some(s) = v.as_string() {
             return visitor.visit_string(s);

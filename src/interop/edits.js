@@ -50,11 +50,15 @@ export function repairAt(batch, i, create, source) {
   }
 }
 
-/** Remove `batch[i]` in place; whether the batch let go of it. */
+/**
+ * Remove `batch[i]` in place; whether the batch let go of it (a frozen array
+ * throws, a Proxy may ignore the writes: either way its length stays).
+ */
 export function dropAt(batch, i) {
   try {
+    const n = batch.length
     batch.splice(i, 1)
-    return true
+    return batch.length === n - 1
   } catch {
     return false
   }

@@ -118,11 +118,8 @@ extern "C" {
     pub(super) fn text_of(value: &JsValue, max: u32) -> String;
     #[wasm_bindgen(js_name = isArray)]
     pub(super) fn is_array(value: &JsValue) -> Option<bool>;
-    /// A bigint as the nearest number while it is in `i64::MIN..=u64::MAX`.
-    #[wasm_bindgen(js_name = bigintNumber)]
-    pub(super) fn bigint_number(value: &JsValue) -> Option<f64>;
-    /// An object's `[key, value]` pairs, `null` for bytes, `undefined` for
-    /// another iterable (see `entriesOf` in values.js).
+    /// An object's `[key, value]` pairs, `null` for bytes, `undefined` for an
+    /// iterable (see `entriesOf` in values.js).
     #[wasm_bindgen(js_name = entriesOf)]
     pub(super) fn entries_of(value: &JsValue) -> JsValue;
 }

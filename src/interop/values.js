@@ -59,20 +59,15 @@ export function textOf(value, max) {
   return text.length <= max ? text : `${text.slice(0, max)}…`
 }
 
-/** A bigint as the nearest number while it is in `i64::MIN ..= u64::MAX`, else `undefined`. */
-export function bigintNumber(value) {
-  return value >= -0x8000000000000000n && value <= 0xffffffffffffffffn ? Number(value) : undefined
-}
-
 /**
  * How the config reader takes an object apart: its `[key, value]` pairs (a
- * `Map`'s, or a non-iterable object's own enumerable string-keyed entries),
- * `null` for bytes (a `Uint8Array` or an `ArrayBuffer`, unread), `undefined` for
- * any other iterable (a `Set`).
+ * non-iterable object's own enumerable string-keyed entries), `null` for bytes
+ * (a `Uint8Array` or an `ArrayBuffer`, unread), `undefined` for an iterable (a
+ * `Map` or a `Set`: the schema the loader calls resolves neither as an object,
+ * so the guard reads neither as one).
  */
 export function entriesOf(value) {
   if (value instanceof Uint8Array || value instanceof ArrayBuffer) return null
-  if (value instanceof Map) return Array.from(value.entries())
   if (Symbol.iterator in value) return undefined
   return Object.entries(value)
 }

@@ -85,10 +85,9 @@ fn parse_js(js: &str) -> Result<JsValue, String> {
 }
 
 #[wasm_bindgen_test]
-fn the_config_deserializer_reads_every_kind_a_copy_can_hold() {
-    // A bigint, a Map with string keys and a cycle past the schema's depth all read.
-    let c = parse_js("{ inspect: { deadlineMs: 2000n }, inbox: new Map([['mode', 'report']]) }")
-        .unwrap();
+fn the_config_deserializer_reads_what_the_loaders_schema_resolves() {
+    // Plain objects read; a cycle past the schema's depth ends.
+    let c = parse_js("{ inspect: { deadlineMs: 2000 }, inbox: { mode: 'report' } }").unwrap();
     assert_eq!(get(&get(&c, "inspect"), "deadlineMs"), 2000);
     assert_eq!(get(&get(&c, "inbox"), "mode"), "report");
     let err =
@@ -111,6 +110,16 @@ fn the_config_deserializer_reads_every_kind_a_copy_can_hold() {
         (
             "{ inspect: { deadlineMs: 2n ** 70n } }",
             "inspect.deadlineMs is a value of type bigint",
+        ),
+        // What schemastery resolves as no number (a bigint) or as an empty
+        // object (a Map) is refused at its field, not run with the defaults.
+        (
+            "{ inspect: { deadlineMs: 2000n } }",
+            "inspect.deadlineMs is a value of type bigint",
+        ),
+        (
+            "{ inbox: new Map([['mode', 'report']]) }",
+            "inbox is a value of type unreadable",
         ),
         (
             "{ inspect: { deadlineMs: 1.5 } }",

@@ -714,10 +714,12 @@ test('guarded: unmount restores an own claim exactly', async (t) => {
   assert.deepEqual(rig.turn(agent, 1).reason, { kind: 'completed' });
   assert.equal(record.calls.length, 1, 'the wrapped own claim still runs');
   assert.equal(record.calls[0].thisIsInbox, true, 'with the inbox as this');
+  assert.equal(Object.getOwnPropertyDescriptor(agent.inbox, 'claim').enumerable, true, 'the wrapper keeps the own claim\'s enumerability');
 
   await rig.unmount(fiber);
   assert.equal(Object.hasOwn(agent.inbox, 'claim'), true);
   assert.equal(agent.inbox.claim, own);
+  assert.deepEqual(Object.getOwnPropertyDescriptor(agent.inbox, 'claim'), { value: own, writable: true, enumerable: true, configurable: true });
 });
 
 test('guarded: unmount restores the claim of an agent wrapped at its first pre-step', async (t) => {
@@ -884,8 +886,8 @@ for (const [label, valueKind, make] of LIVE_PUSHED) {
     await rig.waitIdle(agent);
     assert.deepEqual(rig.turn(agent, 1).reason, { kind: 'completed' });
     assert.deepEqual(rendered(rig.requests[0]), ['wake', 'CLOCK']);
-    const claimed = ['claimed', valueKind, 'quarantined'];
-    assert.deepEqual(service.violations().map((v) => [v.origin, v.valueKind, v.action]), [claimed, claimed]);
+    const claimed = ['claimed', valueKind, 'quarantined', 'next-step'];
+    assert.deepEqual(service.violations().map((v) => [v.origin, v.valueKind, v.action, v.target]), [claimed, claimed]);
   });
 }
 
@@ -917,6 +919,137 @@ test('guarded: a claim with more than the loop\'s two arguments passes them all 
   agent.inbox.claim('next-step', 1, 'third');
   agent.inbox.claim('next-step', 1);
   assert.deepEqual(seen, [3, 2]);
+});
+
+// ---------------------------------------------------------------------------
+// The batch as the guard hands it on
+// ---------------------------------------------------------------------------
+
+/** Records, at every pre-step, the entries a listener after the guard's sees. */
+function stepRecorder(seen) {
+  return {
+    name: 'step-recorder',
+    apply(ctx) {
+      ctx.on('agent/pre-step', async (event, next) => {
+        seen.push([...event.messages]);
+        return next();
+      });
+    },
+  };
+}
+
+/** Whether every entry of `batch` that is not time-context's is one the durable log wrote (the very object). */
+function allFromTheLog(agent, batch) {
+  return batch.filter((m) => !isClockMessage(m)).every((m) => insertionSeq(agent, m) !== undefined);
+}
+
+for (const guarded of [false, true]) {
+  test(`${guarded ? 'guarded' : 'control'}: a later pre-step listener sees the log's own entries, not copies`, async (t) => {
+    const rig = guarded ? (await guardedRig(t)).rig : await plainRig(t);
+    const seen = [];
+    await rig.mount(stepRecorder(seen));
+    const agent = await rig.createAgent();
+    agent.inject(userMessage('first'));
+    agent.followup(userMessage('second'));
+    await rig.waitIdle(agent);
+    assert.deepEqual(rig.turn(agent, 1).reason, { kind: 'completed' });
+    assert.deepEqual(seen[0].filter((m) => !isClockMessage(m)).map(messageText), ['first', 'second']);
+    assert.equal(allFromTheLog(agent, seen[0]), true, 'each entry is the log\'s own object');
+    // A claim outside the loop hands over the log's entry too.
+    agent.inject(userMessage('third'));
+    const [claimed] = agent.inbox.claim('next-step', 1);
+    assert.equal(messageText(claimed), 'third');
+    assert.notEqual(insertionSeq(agent, claimed), undefined, 'the claim returns the log\'s own entry');
+    assert.equal(Object.isFrozen(claimed), true);
+  });
+}
+
+test('guarded: beside a repaired entry, the usable ones still reach a later listener as the log\'s own', async (t) => {
+  const { rig, service } = await guardedRig(t);
+  const seen = [];
+  await rig.mount(stepRecorder(seen));
+  const agent = await rig.createAgent();
+  agent.inject(userMessage('first'));
+  agent.inject(BARE);
+  agent.followup(userMessage('second'));
+  await rig.waitIdle(agent);
+  assert.deepEqual(rig.turn(agent, 1).reason, { kind: 'completed' });
+  const step = seen[0].filter((m) => !isClockMessage(m));
+  assert.deepEqual(step.map(messageText), ['first', BARE, 'second']);
+  assert.equal(allFromTheLog(agent, [step[0], step[2]]), true, 'the usable entries are the log\'s own objects');
+  assertRepaired(step[1], BARE, 'string');
+  assert.deepEqual(service.violations().filter((v) => v.origin === 'claimed').map((v) => [v.action, v.target]), [['repaired', 'next-step']]);
+});
+
+test('guarded: the claim wrapped over the inherited method is no enumerable key of the inbox', async (t) => {
+  const rig = await plainRig(t);
+  const plain = await rig.createAgent();
+  const before = Object.keys(plain.inbox);
+  await mountGuard(rig);
+  const agent = await rig.createAgent();
+  assert.equal(Object.hasOwn(agent.inbox, 'claim'), true, 'wrapped at agent/created');
+  assert.equal(Object.getOwnPropertyDescriptor(agent.inbox, 'claim').enumerable, false);
+  assert.deepEqual(Object.keys(agent.inbox), before, 'no key appears on the inbox');
+});
+
+/** A plugin whose own claim hands over a non-empty batch with `extra` appended, as `wrap` makes it (frozen, a Proxy…). */
+function wrappingClaimPlugin(extra, wrap) {
+  return {
+    name: 'wrapping-claim',
+    apply(ctx) {
+      ctx.on('agent/created', ({ agent }) => {
+        const previous = agent.inbox.claim;
+        agent.inbox.claim = function claim(target, turn) {
+          const batch = previous.call(this, target, turn);
+          return batch.length > 0 ? wrap([...batch, ...extra]) : batch;
+        };
+      });
+    },
+  };
+}
+
+const UNCHANGEABLE = [
+  ['frozen', (batch) => Object.freeze(batch)],
+  ['a Proxy that ignores writes', (batch) => new Proxy(batch, { set: () => true, deleteProperty: () => true, defineProperty: () => true })],
+];
+
+for (const [label, wrap] of UNCHANGEABLE) {
+  test(`control: a bare string in a batch another plugin's claim hands over ${label} kills the turn`, async (t) => {
+    const rig = await plainRig(t);
+    await rig.mount(wrappingClaimPlugin([BARE], wrap));
+    const agent = await rig.createAgent();
+    agent.followup(userMessage('wake'));
+    await rig.waitIdle(agent);
+    assertKindCrash(rig, agent, 1);
+  });
+
+  for (const mode of ['repair', 'quarantine']) {
+    test(`guarded (${mode}): a batch another plugin's claim hands over ${label} goes on as it is, its bad entry recorded observed`, async (t) => {
+      const rig = await plainRig(t);
+      await rig.mount(wrappingClaimPlugin([BARE], wrap));
+      const { service } = await mountGuard(rig, { mode });
+      const agent = await rig.createAgent();
+      agent.followup(userMessage('wake'));
+      await rig.waitIdle(agent);
+      assertKindCrash(rig, agent, 1); // the guard cannot change such a batch: the host meets the value as without it
+      // Seen at the claim and again at the guard's pre-step entry: one value, each sighting recorded as seen.
+      const violations = service.violations();
+      assert.deepEqual(violations.map((v) => [v.origin, v.valueKind, v.action, v.valueId]), violations.map(() => ['claimed', 'string', 'observed', violations[0].valueId]),
+        'recorded as seen, not as repaired or dropped');
+      assert.equal(violations[0].target, 'next-turn');
+      assert.deepEqual({ ...service.counts() }, { repaired: 0, quarantined: 0, observed: 1 });
+    });
+  }
+}
+
+test('guarded: a bare bigint pushed onto the live inbox is repaired, its preview written as a bigint', async (t) => {
+  const { rig, service } = await guardedRig(t);
+  const agent = await rig.createAgent();
+  agent.inbox.nextStep.push(12n);
+  const [message] = agent.inbox.claim('next-step', 1);
+  assertRepaired(message, '12', 'bigint');
+  assert.deepEqual(service.violations().map((v) => [v.origin, v.valueKind, v.preview, v.action, v.target]),
+    [['claimed', 'bigint', '12n', 'repaired', 'next-step']]);
 });
 
 /** How many arguments each call of the host's own claim received (the prototype's method, put back after `t`). */

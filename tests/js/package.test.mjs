@@ -557,9 +557,12 @@ describe('installed from the tarball into a fresh consumer project', () => {
       [{ inbox: { previewChars: 100001 } }, 'inbox.previewChars is 100001, expected an integer in 1..=100000'],
       [{ bogus: 1 }, 'bogus is 1, expected no such key (known keys: inspect, inbox)'],
       [{ inspect: { deadlineMs: 500, refusalGraceMs: 501 } }, 'inspect.refusalGraceMs is 501, expected an integer in 0..=500'],
+      // Neither is the number or the object schemastery resolves: refused at the field, with the mount's message.
+      [{ inspect: { deadlineMs: 3000n } }, 'inspect.deadlineMs is a value of type bigint, expected an integer in 1..=2147483647'],
+      [{ inbox: new Map([['mode', 'report']]) }, 'inbox is a value of type unreadable, expected an object'],
     ]
     for (const [value, text] of refused) {
-      const label = JSON.stringify(value, (k, v) => (Number.isNaN(v) ? 'NaN' : v))
+      const label = JSON.stringify(value, (k, v) => (Number.isNaN(v) ? 'NaN' : typeof v === 'bigint' ? `${v}n` : v instanceof Map ? 'a Map' : v))
       let thrown
       try { Config(value) } catch (error) { thrown = error }
       assert.ok(thrown, `${label}: Config(value) throws`)
@@ -574,6 +577,8 @@ describe('installed from the tarball into a fresh consumer project', () => {
     const plain = Schema.object({ inspect: Config.dict.inspect, inbox: Config.dict.inbox })
     assert.deepEqual(plain({ bogus: 1 }).bogus, 1, 'control: schemastery keeps an unknown key')
     assert.deepEqual(plain({ inspect: { deadlineMs: 500, refusalGraceMs: 501 } }).inspect.refusalGraceMs, 501, 'control: schemastery has no cross-field check')
+    assert.equal(plain({ inbox: new Map([['mode', 'report']]) }).inbox.mode, 'repair', 'control: schemastery resolves a Map as an empty object, the defaults')
+    assert.throws(() => plain({ inspect: { deadlineMs: 3000n } }), (error) => !/harness-guard/.test(error.message), 'control: schemastery refuses a bigint, in words of its own')
     assert.deepEqual(Config(undefined), { inspect: { enabled: true, deadlineMs: 15000 }, inbox: { enabled: true, mode: 'repair', previewChars: 80 } }, 'undefined: the defaults')
     assert.deepEqual(Config['~standard'].validate(undefined), { value: Config(undefined) })
     assert.equal(Config['~standard'].vendor, 'schemastery', 'the loader and dsh-settings read it as schemastery')
