@@ -168,6 +168,7 @@ for (const point of POINTS.filter((p) => p !== 'apply')) {
       assert.ok(r.waitingRequestId, 'the waiting query reached the registry')
       assert.equal(r.waiting.status, 'pending', 'the waiting query still waits (its deadline is 4 s away)')
       assert.equal(r.waiting.pendingInRegistry, true)
+      assert.equal(r.timeoutsAfterWaiting, r.timeoutsIdle + 1, 'its deadline timer keeps the process alive')
       assert.equal(r.refused.status, 'rejected', 'a page refusal ends its query (after the grace)')
       assert.equal(r.refused.error?.code, REFUSED)
       assert.deepEqual(r.faultLines, [], 'no fault line')
@@ -213,6 +214,7 @@ for (const point of POINTS.filter((p) => p !== 'apply')) {
       assert.equal(r.waiting.pendingInRegistry, false, 'the registry has no pending entry for it')
       assert.ok(r.waiting.afterFaultMs < DEADLINE_MS,
         `ended ${r.waiting.afterFaultMs} ms after the fault, before its deadline (${DEADLINE_MS} ms)`)
+      assert.equal(r.timeoutsAfterWaiting, r.timeoutsIdle + 1, 'the faulted instance\'s deadline timer is cleared: only the backoff timer keeps the process alive')
       if (point === 'resolve' || point === 'tick') {
         assert.equal(r.trigger.query.error?.code, FAILED, 'the refused query, in flight at the fault, ends the same way')
         assert.equal(r.trigger.query.pendingInRegistry, false)

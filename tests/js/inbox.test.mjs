@@ -1042,6 +1042,30 @@ for (const [label, wrap] of UNCHANGEABLE) {
   }
 }
 
+test('guarded: an entry of another plugin\'s batch whose read throws is recorded as an unreadable object, and, as the batch will not let it go, observed', async (t) => {
+  const rig = await plainRig(t);
+  // A Proxy over the batch whose element 1 (the appended entry) throws when read.
+  const throwing = (batch) => new Proxy(batch, {
+    get(target, key, receiver) {
+      if (key === '1') throw new Error('unreadable entry');
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  await rig.mount(wrappingClaimPlugin([BARE], throwing));
+  const { service } = await mountGuard(rig);
+  const agent = await rig.createAgent();
+  agent.followup(userMessage('wake'));
+  await rig.waitIdle(agent);
+  const claimed = service.violations().filter((v) => v.origin === 'claimed');
+  assert.ok(claimed.length > 0, 'the entry is recorded');
+  assert.deepEqual([...new Set(claimed.map((v) => [v.valueKind, v.index].join(' ')))], ['object 1'], 'an unreadable object at position 1, not the undefined its read gave');
+  assert.deepEqual([...new Set(claimed.map((v) => v.action))], ['observed']);
+  // The host reads the entry as the guard did, and its turn ends there, as it would without the guard.
+  const { reason } = rig.turn(agent, 1);
+  assert.equal(reason.kind, 'error');
+  assert.equal(reason.error.message, 'unreadable entry');
+});
+
 test('guarded: a bare bigint pushed onto the live inbox is repaired, its preview written as a bigint', async (t) => {
   const { rig, service } = await guardedRig(t);
   const agent = await rig.createAgent();

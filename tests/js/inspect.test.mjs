@@ -15,7 +15,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { cpSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { validateJsonSchemaValue } from '@deepseek-ai/dsh-tools';
 import {
   AGENT,
@@ -72,6 +74,8 @@ const SEED_REFUSAL = Object.freeze({
 });
 
 const PROTO = CordisInspectRegistryService.prototype;
+/** This suite's directory, whose node_modules holds the installed package. */
+const CWD = fileURLToPath(new URL('.', import.meta.url));
 const EMPTY_COUNTS = Object.freeze({ deadline: 0, refused: 0, unboundAgent: 0, disposed: 0 });
 
 function assertGuardError(error, code, label = 'the rejection') {
@@ -176,6 +180,29 @@ describe('deadline', () => {
     assert.equal(service.reports().length, 1);
     assert.equal(tracked.settlements, 1);
     assert.equal(activeTimeouts(), timers);
+  });
+
+  it('guarded: a query aborted by a listener of another\'s ending, in the same run of endings, still gets the deadline it was reported for', async (t) => {
+    const rig = await registryFor(t);
+    const { service } = await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    const first = rig.query();
+    const second = rig.query();
+    const tracked = [first, second].map((q) => track(q.promise));
+    rig.ctx.on('cordis/inspect-query-resolved', ({ requestId }) => {
+      if (requestId === first.requestId) second.controller.abort(new Error('aborted by a listener'));
+    });
+    // Both past their deadline before the timer runs, so one run of endings ends both.
+    for (const until = performance.now() + DEADLINE + 2 * SLACK; performance.now() < until;);
+    await Promise.all(tracked.map((x) => x.done));
+    for (const x of tracked) assertGuardError(x.reason, CODES.deadline, `query ${tracked.indexOf(x) + 1}`);
+    assert.deepEqual(service.reports().map((r) => [r.kind, r.requestId]), [['deadline', first.requestId], ['deadline', second.requestId]]);
+    assert.equal(rig.raw.pending.size, 0);
+    // Later queries are guarded as ever: the second's ending was not counted twice.
+    const later = rig.query();
+    const last = track(later.promise);
+    await last.done;
+    assertGuardError(last.reason, CODES.deadline, 'a later query');
+    assert.equal(service.status().inspect.inFlight, 0);
   });
 
   it('guarded: several queries in flight each expire once; answered ones are untouched', async (t) => {
@@ -785,6 +812,36 @@ describe('install and restore by marker', () => {
     assert.equal(rig.raw.query, wrapper, 'the no-op installs restore nothing');
     await fiber.dispose();
     assert.deepEqual(ownMethods(rig.raw), [], 'the owner restores');
+  });
+
+  it('guarded: a second copy of the package (its own module graph and wasm instance) wraps nothing over the first', async (t) => {
+    const rig = await registryFor(t);
+    const { fiber, service } = await rig.mountGuard({ inspect: { deadlineMs: DEADLINE } });
+    const wrapper = rig.raw.query;
+    // The installed package copied under another directory of node_modules: the same
+    // files, loaded a second time, as two installs of it in one process would be.
+    const copy = join(CWD, 'node_modules', `.harness-guard-copy-${process.pid}`);
+    cpSync(join(CWD, 'node_modules', 'cordis-plugin-harness-guard'), copy, { recursive: true });
+    t.after(() => rmSync(copy, { recursive: true, force: true }));
+    const other = await import(pathToFileURL(join(copy, 'guard.js')).href);
+    const { api } = await loadGuard();
+    assert.notEqual(other.installInspectClientGuard, api.installInspectClientGuard, 'a second copy, not the first one again');
+    const otherReports = [];
+    const disposeOther = other.installInspectClientGuard(rig.svc, { deadlineMs: 50, onReport: (report) => otherReports.push(report) });
+    assert.equal(rig.raw.query, wrapper, 'query is not wrapped again');
+    assert.equal(rig.raw.query[PATCHED].original, PROTO.query, 'one wrapper, over the registry\'s own method');
+
+    const q = rig.query();
+    const tracked = track(q.promise);
+    await tracked.done;
+    assert.equal(tracked.reason.message, deadlineMessage(PROVIDER, METHOD, DEADLINE), 'the first copy\'s deadline');
+    assert.equal(service.counts().deadline, 1);
+    assert.deepEqual(otherReports, [], 'the second copy reports nothing');
+    assert.equal(rig.logs.filter((line) => line.type === 'warn' && line.text.includes(q.requestId)).length, 1, 'one warn line');
+    disposeOther();
+    assert.equal(rig.raw.query, wrapper, 'the second copy restores nothing');
+    await fiber.dispose();
+    assert.deepEqual(ownMethods(rig.raw), []);
   });
 
   it('guarded: dispose deletes the own property when there was none before', async (t) => {
