@@ -762,20 +762,27 @@ function hostileValues() {
   return [getters, revoked, trapping, cyclic, sourceTrap, NaN, Infinity, Symbol('sym'), null, undefined, () => 'fn', BIG_INT];
 }
 
+/** A plugin giving every new agent an own claim that hands over `edit(batch)` for each non-empty batch. */
+function claimEditingPlugin(name, edit) {
+  return {
+    name,
+    apply(ctx) {
+      ctx.on('agent/created', ({ agent }) => {
+        const previous = agent.inbox.claim;
+        agent.inbox.claim = function claim(target, turn) {
+          const batch = previous.call(this, target, turn);
+          return batch.length > 0 ? edit(batch) : batch;
+        };
+      });
+    },
+  };
+}
+
 /** Appends hostile values to every non-empty claimed batch through an own claim. */
-const hostileClaimPlugin = {
-  name: 'hostile-claim',
-  apply(ctx) {
-    ctx.on('agent/created', ({ agent }) => {
-      const previous = agent.inbox.claim;
-      agent.inbox.claim = function claim(target, turn) {
-        const batch = previous.call(this, target, turn);
-        if (batch.length > 0) batch.push(...hostileValues());
-        return batch;
-      };
-    });
-  },
-};
+const hostileClaimPlugin = claimEditingPlugin('hostile-claim', (batch) => {
+  batch.push(...hostileValues());
+  return batch;
+});
 
 /** Pushes hostile values into the pre-step batch before anyone else sees it. */
 const hostilePreStepPlugin = {
@@ -992,21 +999,8 @@ test('guarded: the claim wrapped over the inherited method is no enumerable key 
   assert.deepEqual(Object.keys(agent.inbox), before, 'no key appears on the inbox');
 });
 
-/** A plugin whose own claim hands over a non-empty batch with `extra` appended, as `wrap` makes it (frozen, a Proxy…). */
-function wrappingClaimPlugin(extra, wrap) {
-  return {
-    name: 'wrapping-claim',
-    apply(ctx) {
-      ctx.on('agent/created', ({ agent }) => {
-        const previous = agent.inbox.claim;
-        agent.inbox.claim = function claim(target, turn) {
-          const batch = previous.call(this, target, turn);
-          return batch.length > 0 ? wrap([...batch, ...extra]) : batch;
-        };
-      });
-    },
-  };
-}
+/** A plugin whose own claim hands over each non-empty batch with a bare string appended, as `wrap` makes it (frozen, a Proxy…). */
+const wrappingClaimPlugin = (wrap) => claimEditingPlugin('wrapping-claim', (batch) => wrap([...batch, BARE]));
 
 const UNCHANGEABLE = [
   ['frozen', (batch) => Object.freeze(batch)],
@@ -1016,7 +1010,7 @@ const UNCHANGEABLE = [
 for (const [label, wrap] of UNCHANGEABLE) {
   test(`control: a bare string in a batch another plugin's claim hands over ${label} kills the turn`, async (t) => {
     const rig = await plainRig(t);
-    await rig.mount(wrappingClaimPlugin([BARE], wrap));
+    await rig.mount(wrappingClaimPlugin(wrap));
     const agent = await rig.createAgent();
     agent.followup(userMessage('wake'));
     await rig.waitIdle(agent);
@@ -1026,7 +1020,7 @@ for (const [label, wrap] of UNCHANGEABLE) {
   for (const mode of ['repair', 'quarantine']) {
     test(`guarded (${mode}): a batch another plugin's claim hands over ${label} goes on as it is, its bad entry recorded observed`, async (t) => {
       const rig = await plainRig(t);
-      await rig.mount(wrappingClaimPlugin([BARE], wrap));
+      await rig.mount(wrappingClaimPlugin(wrap));
       const { service } = await mountGuard(rig, { mode });
       const agent = await rig.createAgent();
       agent.followup(userMessage('wake'));
@@ -1051,7 +1045,7 @@ test('guarded: an entry of another plugin\'s batch whose read throws is recorded
       return Reflect.get(target, key, receiver);
     },
   });
-  await rig.mount(wrappingClaimPlugin([BARE], throwing));
+  await rig.mount(wrappingClaimPlugin(throwing));
   const { service } = await mountGuard(rig);
   const agent = await rig.createAgent();
   agent.followup(userMessage('wake'));
