@@ -16,7 +16,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { cpSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { validateJsonSchemaValue } from '@deepseek-ai/dsh-tools';
 import {
@@ -74,8 +74,6 @@ const SEED_REFUSAL = Object.freeze({
 });
 
 const PROTO = CordisInspectRegistryService.prototype;
-/** This suite's directory, whose node_modules holds the installed package. */
-const CWD = fileURLToPath(new URL('.', import.meta.url));
 const EMPTY_COUNTS = Object.freeze({ deadline: 0, refused: 0, unboundAgent: 0, disposed: 0 });
 
 function assertGuardError(error, code, label = 'the rejection') {
@@ -820,8 +818,9 @@ describe('install and restore by marker', () => {
     const wrapper = rig.raw.query;
     // The installed package copied under another directory of node_modules: the same
     // files, loaded a second time, as two installs of it in one process would be.
-    const copy = join(CWD, 'node_modules', `.harness-guard-copy-${process.pid}`);
-    cpSync(join(CWD, 'node_modules', 'cordis-plugin-harness-guard'), copy, { recursive: true });
+    const installed = dirname(fileURLToPath(import.meta.resolve('cordis-plugin-harness-guard')));
+    const copy = join(dirname(installed), `.harness-guard-copy-${process.pid}`);
+    cpSync(installed, copy, { recursive: true });
     t.after(() => rmSync(copy, { recursive: true, force: true }));
     const other = await import(pathToFileURL(join(copy, 'guard.js')).href);
     const { api } = await loadGuard();
