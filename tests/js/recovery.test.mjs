@@ -1,6 +1,7 @@
 // Recovery after faults, on the real host: the bound on recoveries (and what the
 // status says once the guard gave up), the backoff timer of a waiting recovery
-// in an otherwise idle process, and memory across many fresh instances. Each case runs `fixtures/recovery-case.mjs` in a
+// in an otherwise idle process, memory across many fresh instances, and a registry
+// replaced while the guard is down. Each case runs `fixtures/recovery-case.mjs` in a
 // Node process of its own with the fault-injection build (`harness-guard-faults`,
 // `make pkg-faults`). The control arm of the memory case runs the same mounts and
 // turns with no fault; the per-point recoveries (and their controls) are in
@@ -77,6 +78,25 @@ test('a fault that recurs: five recoveries guard again, the sixth fault leaves t
   assert.equal(r.gaveUpLines.length, 1, `one error line says it stays down: ${JSON.stringify(r.errorLines)}`)
   assert.match(r.gaveUpLines[0], /stays down .* until the process restarts/)
   assert.equal(r.warnings.codes.HARNESS_GUARD_FAULT, 6, 'each fault is one process warning too, where the CLI\'s user sees it')
+})
+
+test('control: a registry replaced while the guard is up is restored at its disposal, and the new one guarded', async () => {
+  const r = await run('replaced', 'control')
+  assert.equal(r.failed, undefined, 'no fault')
+  assert.deepEqual(r.oldGuarded, ['query', 'resolveClientQuery'])
+  assert.deepEqual(r.oldAtItsDisposal, [], 'the guard takes its wrappers off as the registry goes')
+  assert.deepEqual(r.freshGuarded, ['query', 'resolveClientQuery'])
+})
+
+test('a registry replaced while the guard is down keeps the faulted wrappers (forwarding) until the recovery, which takes them off and guards the new one', async () => {
+  const r = await run('replaced')
+  assert.match(r.failed, /stood down/)
+  assert.deepEqual(r.oldAtItsDisposal, ['query', 'resolveClientQuery'], 'the faulted instance is never entered again, so nothing takes them off then')
+  assert.equal(r.recoveries, 1)
+  assert.deepEqual(r.freshGuarded, ['query', 'resolveClientQuery'], 'the recovered guard guards the registry there now')
+  assert.deepEqual(r.oldAfterRecovery, [], 'no fresh install adopted the old registry\'s wrappers: the recovery took them off')
+  assert.deepEqual(r.uncaught, [])
+  assert.deepEqual(r.unhandled, [])
 })
 
 test('gaveUp: after the sixth fault the services, the HarnessGuard provider and /harness-guard say the guard gave up (after the fifth recovery, none does)', async () => {
