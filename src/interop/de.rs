@@ -49,17 +49,17 @@ fn read_config(value: &JsValue, depth: u8) -> Raw {
     }
 }
 
+/// What an unreadable value is, for the refusal: its `typeof`, or for an
+/// object the collection it is (a `Map` or a `Set`, which schemastery reads as
+/// neither an object nor a list), else `unreadable`.
 fn unreadable(value: &JsValue) -> Raw {
-    Raw::Other(value.js_typeof().as_string().map_or_else(
-        || "unreadable".into(),
-        |t| {
-            if t == "object" {
-                "unreadable".into()
-            } else {
-                t
-            }
-        },
-    ))
+    let kind = match value.js_typeof().as_string() {
+        Some(t) if t != "object" => t,
+        _ if value.is_instance_of::<js_sys::Map>() => "Map".into(),
+        _ if value.is_instance_of::<js_sys::Set>() => "Set".into(),
+        _ => "unreadable".into(),
+    };
+    Raw::Other(kind)
 }
 
 /// Find which field of a value that could not be copied is at fault.

@@ -105,6 +105,11 @@ fn the_config_deserializer_reads_what_the_loaders_schema_resolves() {
         ),
         (
             "{ inspect: { deadlineMs: new Set([1]) } }",
+            "inspect.deadlineMs is a value of type Set",
+        ),
+        // A Proxy, even one whose prototype cannot be asked for, is unreadable.
+        (
+            "{ inspect: { deadlineMs: new Proxy({}, { getPrototypeOf() { throw 1 } }) } }",
             "inspect.deadlineMs is a value of type unreadable",
         ),
         (
@@ -119,7 +124,7 @@ fn the_config_deserializer_reads_what_the_loaders_schema_resolves() {
         ),
         (
             "{ inbox: new Map([['mode', 'report']]) }",
-            "inbox is a value of type unreadable",
+            "inbox is a value of type Map",
         ),
         (
             "{ inspect: { deadlineMs: 1.5 } }",

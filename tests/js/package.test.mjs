@@ -559,7 +559,7 @@ describe('installed from the tarball into a fresh consumer project', () => {
       [{ inspect: { deadlineMs: 500, refusalGraceMs: 501 } }, 'inspect.refusalGraceMs is 501, expected an integer in 0..=500'],
       // Neither is the number or the object schemastery resolves: refused at the field, with the mount's message.
       [{ inspect: { deadlineMs: 3000n } }, 'inspect.deadlineMs is a value of type bigint, expected an integer in 1..=2147483647'],
-      [{ inbox: new Map([['mode', 'report']]) }, 'inbox is a value of type unreadable, expected an object'],
+      [{ inbox: new Map([['mode', 'report']]) }, 'inbox is a value of type Map, expected an object'],
     ]
     for (const [value, text] of refused) {
       const label = JSON.stringify(value, (k, v) => (Number.isNaN(v) ? 'NaN' : typeof v === 'bigint' ? `${v}n` : v instanceof Map ? 'a Map' : v))

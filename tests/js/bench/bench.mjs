@@ -59,6 +59,7 @@ import { installPlainInboxGuard, installPlainInspectGuard } from './plain-js-gua
 import { installInspectClientGuard as installSeedInspectGuard } from './seed-inspect-guard.mjs'
 import { plugin as seedInboxGuard } from './seed-inbox-guard.mjs'
 import { writeChart } from './chart.mjs'
+import { fixed, int } from './format.mjs'
 import { requireAgentLoopNode } from '../support/agent-rig.mjs'
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
@@ -152,15 +153,8 @@ const summary = (xs) => {
 const paired = (a, b) => summary(a.map((v, r) => v / b[r]))
 const progress = (text) => console.log(`  ${text}`)
 
-// `+ 0`: a negative value that rounds to zero is printed 0, not -0.
-const int = (n) => (Math.round(n) + 0).toLocaleString('en-US')
 const ns = (n) => `${int(n)} ns`
 const signedNs = (n) => `${n >= 0 ? '+' : '−'}${int(Math.abs(n))} ns`
-/** `n.toFixed(digits)`, a negative value that rounds to zero printed as zero too. */
-const fixed = (n, digits) => {
-  const text = n.toFixed(digits)
-  return Number(text) === 0 ? (0).toFixed(digits) : text
-}
 const ms = (n, digits = 1) => `${fixed(n, digits)} ms`
 const kib = (b) => `${(b / 1024).toLocaleString('en-US', { maximumFractionDigits: 1 })} KiB`
 const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`

@@ -11,6 +11,8 @@
 
 import { writeFileSync } from 'node:fs'
 
+import { int } from './format.mjs'
+
 const ARMS = [
   { id: 'hg', name: 'harness-guard', color: '#1f5fbf' },
   { id: 'pj', name: 'plain-JS guard', color: '#e07b00' },
@@ -20,8 +22,6 @@ const WIDTH = 1000
 const FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
 
 const esc = (text) => String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
-// `+ 0`: a negative value that rounds to zero is printed 0, not -0.
-const int = (n) => (Math.round(n) + 0).toLocaleString('en-US')
 /** A time in ns, in the unit that reads best. */
 function time(nsValue, signed = true) {
   const sign = nsValue < 0 ? '−' : signed ? '+' : ''
