@@ -3,14 +3,15 @@
 //
 // The host's own claim (`Inbox.prototype.claim`, inherited) returns the entries
 // of its live lists: those its splice put there are the durable log's plain
-// frozen snapshots, noted by the observer (`allLogged`). When every entry has
-// the message code Rust handed over (shapes.js) and is the log's own, the batch
-// goes back untouched and never enters wasm; it is kept, with its length, on
-// the wrapper's binding, so that the pre-step entry knows it was judged
-// (`vouched`). Anything else enters wasm once (`life.claim`), with numbers,
-// the batch and the session id: Rust decides,
-// renders, repairs and drops by index (values.js, edits.js), and says whether
-// to claim again (it emptied a turn's batch while more turns wait).
+// frozen snapshots, noted by the observer with the message code Rust handed
+// over (shapes.js). When every entry is the log's own (`loggedPrefix`: one
+// look-up each, no field read), the batch goes back untouched and never enters
+// wasm; it is kept, with its length, on the wrapper's binding, so that the
+// pre-step entry knows it was judged (`vouched`). Anything else has its shape
+// codes read (`codesOf`) and enters wasm once (`life.claim`), with numbers, the
+// batch and the session id: Rust decides, renders, repairs and drops by index
+// (values.js, edits.js), and says whether to claim again (it emptied a turn's
+// batch while more turns wait).
 //
 // Why JavaScript: the host's clean batch, nearly every batch, is judged with no
 // crossing at all, and the wrapper passes the caller's `this` and arguments on
@@ -18,7 +19,7 @@
 
 import { rethrow } from './deferred.js'
 import { bindingOf, patchWith } from './patches.js'
-import { allLogged, codesOf } from './shapes.js'
+import { allLogged, codesOf, loggedPrefix } from './shapes.js'
 import { fail, left, life } from './supervisor.js'
 import { up } from './trampolines.js'
 import { isArray } from './values.js'
@@ -49,13 +50,13 @@ export function patchClaim(inbox, owner, token) {
         if (typeof n === 'number') split = n
       } catch {}
       const batch = previous.call(this, target, turn)
-      const codes = codesOf(batch)
-      if (codes === undefined && allLogged(batch, codes)) {
+      const known = loggedPrefix(batch)
+      if (known >= 0 && known === batch.length) {
         b.batch = batch
-        b.length = batch.length
+        b.length = known
         return batch
       }
-      return judge(b, previous, this, [target, turn], batch, split, false, codes)
+      return judge(b, previous, this, [target, turn], batch, split, false, codesOf(batch, known), known)
     }
   })
 }
@@ -74,13 +75,13 @@ function claimWith(b, previous, self, args, foreign) {
  * host's own claim whose entries the durable log wrote, and anything that is not
  * an array, goes back as it is; `foreign` (another plugin's claim), or a
  * message-shaped entry the log did not write, has Rust judge message-shaped
- * entries by their plain copies.
+ * entries by their plain copies. The first `known` entries are the log's own.
  */
-function judge(b, previous, self, args, batch, split, foreign, codes) {
+function judge(b, previous, self, args, batch, split, foreign, codes, known = 0) {
   for (;;) {
     if (codes === null && isArray(batch) !== true) return batch
     // A message-shaped entry the durable log did not write: the batch is judged as another plugin's is.
-    const deep = foreign || !allLogged(batch, codes)
+    const deep = foreign || !allLogged(batch, codes, known)
     if (codes === undefined && !deep) {
       b.batch = batch
       b.length = batch.length
@@ -95,6 +96,7 @@ function judge(b, previous, self, args, batch, split, foreign, codes) {
     split = nextStepLength(self)
     batch = Reflect.apply(previous, self, args)
     codes = codesOf(batch)
+    known = 0
   }
 }
 

@@ -8,7 +8,7 @@
 // calls a usable message are Rust's, handed over when an instance starts
 // (`setLayout`).
 //
-// Also here: which entries the durable log wrote (`allLogged`), the one other
+// Also here: which entries the durable log wrote (`loggedPrefix`, `allLogged`), the one other
 // fact the claim's fast path needs.
 //
 // Why JavaScript: a clean batch is judged here with no crossing at all. Read
@@ -139,17 +139,17 @@ export function hasMessageCode(value) {
 
 /**
  * The shape codes of a claimed batch: `undefined` when every entry has the
- * message code (nearly every batch: nothing is made), else every entry's code;
- * `null` when the batch cannot be read. The per-claim path. An entry that does
- * not look like a message is coded from reads of its own (the host's own claim
- * hands over plain data, whose reads agree).
+ * message code, else every entry's code; `null` when the batch cannot be read.
+ * An entry that does not look like a message is coded from reads of its own
+ * (the host's own claim hands over plain data, whose reads agree). The first
+ * `known` entries are the log's own (`loggedPrefix`), messages that are not read again.
  */
-export function codesOf(batch) {
+export function codesOf(batch, known = 0) {
   let codes
   try {
     if (!Array.isArray(batch)) return null
     const n = batch.length
-    let i = 0
+    let i = known
     if (quick) while (i < n && looksLikeMessage(batch[i])) i++
     for (; i < n; i++) {
       const code = shapeCode(batch[i])
@@ -170,28 +170,58 @@ export function codesOf(batch) {
 
 /**
  * The usable messages the observer saw inserted by a durable write: the log's
- * own snapshots (plain JSON data, frozen), which the host's splice puts in the
- * inbox as they are. `inbox.nextStep` is the live list, so an entry can also be
- * placed there with no write at all; such an entry is not here, and its batch
- * gets the deep check (claims.js). So does the first claim of entries written
- * before the guard was mounted.
+ * own snapshots (plain JSON data, deep-frozen with the event that carries
+ * them), which the host's splice puts in the inbox as they are. `inbox.nextStep`
+ * is the live list, so an entry can also be placed there with no write at all;
+ * such an entry is not here, and its batch gets the deep check (claims.js). So
+ * does the first claim of entries written before the guard was mounted.
+ *
+ * An entry here cannot change, so it keeps the message code it was noted with,
+ * and a claim finds it by identity alone (`loggedPrefix`), reading none of its fields.
  */
 const logged = new WeakSet()
 
-/** The observer's note of an inserted entry with the message code. */
+/**
+ * The observer's note of an inserted entry with the message code: kept only
+ * when neither the entry nor its `source` can change, as an entry of the log's
+ * own write cannot. An entry of an event the log did not freeze (one a plugin
+ * emitted itself) is not noted, so its batch is judged when it is claimed.
+ */
 export function noteLogged(entry) {
-  logged.add(entry)
+  try {
+    if (Object.isFrozen(entry) && Object.isFrozen(entry.source)) logged.add(entry)
+  } catch {
+    // A Proxy whose traps throw is not the log's: not noted.
+  }
+}
+
+/**
+ * How many of `batch`'s entries, from the first, the log wrote: all of them for
+ * the clean batch of the host's own claim, nearly every batch, found with one
+ * look-up per entry. -1 when `batch` is not an array or cannot be read. The
+ * entries past the prefix have their codes read (`codesOf`).
+ */
+export function loggedPrefix(batch) {
+  try {
+    if (!Array.isArray(batch)) return -1
+    let i = 0
+    while (i < batch.length && logged.has(batch[i])) i++
+    return i
+  } catch {
+    return -1
+  }
 }
 
 /**
  * Whether every entry of `batch` with the message code is one the durable log
- * wrote (`codes` as `codesOf` gave them: `undefined`, every entry has it). The
- * others are non-messages, judged as such. False when the codes could not be read.
+ * wrote (`codes` as `codesOf` gave them: `undefined`, every entry has it), past
+ * the first `known`, which are. The others are non-messages, judged as such.
+ * False when the codes could not be read.
  */
-export function allLogged(batch, codes) {
+export function allLogged(batch, codes, known = 0) {
   if (codes === null) return false
   try {
-    for (let i = 0; i < batch.length; i++) {
+    for (let i = known; i < batch.length; i++) {
       if (codes !== undefined && codes[i] !== MESSAGE) continue
       if (!logged.has(batch[i])) return false
     }

@@ -161,7 +161,7 @@ export function makeInsertObserver(token) {
       list = data?.[key]
       if (!Array.isArray(list)) return
       // A claim's own writes are deletions: nothing inserted, so nothing is read.
-      // Each usable message is noted as the log's own (see `allLogged`).
+      // Each usable message is noted as the log's own (see `noteLogged`).
       let clean = true
       for (let i = 0; i < list.length; i++) {
         const entry = list[i]

@@ -898,6 +898,50 @@ for (const [label, valueKind, make] of LIVE_PUSHED) {
   });
 }
 
+// The claim's fast path finds the log's own entries by identity alone: the log
+// deep-freezes them, so one noted at its write is still a message when it is
+// claimed. An event of that type a plugin emits itself is no write: an entry it
+// carries is noted only when it cannot change either (it and its `source`
+// frozen), so one that changed after the event is judged at its claim.
+const EMITTED = [
+  ['not frozen, its source taken away after the event', (value) => value, (value) => { value.source = undefined; }],
+  ['frozen, its source not, and its kind taken away after the event', (value) => Object.freeze(value), (value) => { delete value.source.kind; }],
+];
+
+/** `value` in an `agent/inbox/spliced` event emitted on the rig's context, as a plugin can, then pushed onto the live list and changed. */
+function emitPushChange(rig, agent, value, change) {
+  rig.ctx.emit('session/event', agent.session, {
+    type: 'agent/inbox/spliced', seq: 1000, time: Date.now(), data: { target: 'next-step', start: 0, inserted: [value] },
+  });
+  agent.inbox.nextStep.push(value);
+  change(value);
+}
+
+const emittedEntry = (label) => ({ id: `emitted-${label.length}`, role: 'user', content: [{ type: 'text', text: 'an emitted entry' }], source: { kind: 'plugin' } });
+
+for (const [label, prepare, change] of EMITTED) {
+  test(`control: an entry of an emitted spliced event, ${label}, reaches the turn as it is`, async (t) => {
+    const rig = await plainRig(t);
+    const agent = await rig.createAgent();
+    emitPushChange(rig, agent, prepare(emittedEntry(label)), change);
+    agent.followup(userMessage('wake'));
+    await rig.waitIdle(agent);
+    if (label.startsWith('not frozen')) assertKindCrash(rig, agent, 1);
+    else assert.deepEqual(rendered(rig.requests[0]), ['an emitted entry', 'wake', 'CLOCK'], 'the model gets it');
+  });
+
+  test(`guarded: an entry of an emitted spliced event, ${label}, is judged at its claim`, async (t) => {
+    const { rig, service } = await guardedRig(t);
+    const agent = await rig.createAgent();
+    emitPushChange(rig, agent, prepare(emittedEntry(label)), change);
+    agent.followup(userMessage('wake'));
+    await rig.waitIdle(agent);
+    assert.deepEqual(rig.turn(agent, 1).reason, { kind: 'completed' });
+    assert.deepEqual(rendered(rig.requests[0]), ['wake', 'CLOCK']);
+    assert.deepEqual(service.violations().map((v) => [v.origin, v.valueKind, v.action, v.target]), [['claimed', 'object', 'quarantined', 'next-step']]);
+  });
+}
+
 test('guarded: beside a bad entry the log wrote, a message-shaped entry it did not write is still judged by its plain copy', async (t) => {
   const { rig, service } = await guardedRig(t);
   const agent = await rig.createAgent();

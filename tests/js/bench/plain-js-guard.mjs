@@ -512,8 +512,17 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
   // inbox (and through it, its whole session log) alive.
   const wrapped = new Set()
   let pruned = 0
-  /** The usable messages durable writes inserted (the log's own snapshots). */
+  /**
+   * The usable messages durable writes inserted (the log's own snapshots,
+   * deep-frozen): an entry here cannot stop being a message, so a claim looks
+   * it up alone. One that is not frozen, with its `source`, is not noted.
+   */
   const logged = new WeakSet()
+  const noteLogged = (value) => {
+    try {
+      if (Object.isFrozen(value) && Object.isFrozen(value.source)) logged.add(value)
+    } catch { /* not the log's */ }
+  }
   /** The units of a rendering a preview and a fingerprint are made of. */
   const units = 2 * previewChars + 2
 
@@ -616,8 +625,8 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
         const claimed = batch.length
         let left = claimed
         let clean = !foreign
-        for (let i = 0; clean && i < claimed; i += 1) clean = isMessage(batch[i])
-        // A message the durable log did not write is judged by its plain copy (`sanitize`).
+        // The log's own entries are messages (`logged`); anything else is judged
+        // (`sanitize`: a message the durable log did not write, by its plain copy).
         for (let i = 0; clean && i < claimed; i += 1) clean = logged.has(batch[i])
         if (!clean) {
           onBad?.(batch, split, this)
@@ -683,7 +692,7 @@ export function installPlainInboxGuard(ctx, { mode = 'repair', previewChars = 80
       for (let i = 0; i < inserted.length; i += 1) {
         const value = inserted[i]
         if (isMessage(value)) {
-          logged.add(value)
+          noteLogged(value)
           continue
         }
         const seen = sightings.written(session?.id ?? '', fingerprint(value))
