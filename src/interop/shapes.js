@@ -8,8 +8,8 @@
 // calls a usable message are Rust's, handed over when an instance starts
 // (`setLayout`).
 //
-// Also here: which entries the durable log wrote (`loggedPrefix`, `allLogged`), the one other
-// fact the claim's fast path needs.
+// Also here: which entries the durable log wrote (`loggedPrefix`, `allLogged`),
+// the one other fact the claim's fast path needs.
 //
 // Why JavaScript: a clean batch is judged here with no crossing at all. Read
 // from wasm, each of the five property reads an entry needs would be a crossing
@@ -176,16 +176,18 @@ export function codesOf(batch, known = 0) {
  * such an entry is not here, and its batch gets the deep check (claims.js). So
  * does the first claim of entries written before the guard was mounted.
  *
- * An entry here cannot change, so it keeps the message code it was noted with,
- * and a claim finds it by identity alone (`loggedPrefix`), reading none of its fields.
+ * The log's entries cannot change, so one noted here keeps the message code it
+ * was noted with, and a claim finds it by identity alone (`loggedPrefix`),
+ * reading none of its fields.
  */
 const logged = new WeakSet()
 
 /**
  * The observer's note of an inserted entry with the message code: kept only
- * when neither the entry nor its `source` can change, as an entry of the log's
- * own write cannot. An entry of an event the log did not freeze (one a plugin
- * emitted itself) is not noted, so its batch is judged when it is claimed.
+ * when the entry and its `source` are frozen, as the log's entries are (plain
+ * data, deep-frozen), so that it keeps the code. An entry of an event the log
+ * did not freeze (one a plugin emitted itself, say) is not noted, so its batch
+ * is judged when it is claimed.
  */
 export function noteLogged(entry) {
   try {
