@@ -917,13 +917,13 @@ function emitPushChange(rig, agent, value, change) {
   change(value);
 }
 
-const emittedEntry = (label) => ({ id: `emitted-${label.length}`, role: 'user', content: [{ type: 'text', text: 'an emitted entry' }], source: { kind: 'plugin' } });
+const emittedEntry = () => ({ id: 'emitted', role: 'user', content: [{ type: 'text', text: 'an emitted entry' }], source: { kind: 'plugin' } });
 
 for (const [label, prepare, change] of EMITTED) {
   test(`control: an entry of an emitted spliced event, ${label}, reaches the turn as it is`, async (t) => {
     const rig = await plainRig(t);
     const agent = await rig.createAgent();
-    emitPushChange(rig, agent, prepare(emittedEntry(label)), change);
+    emitPushChange(rig, agent, prepare(emittedEntry()), change);
     agent.followup(userMessage('wake'));
     await rig.waitIdle(agent);
     if (label.startsWith('not frozen')) assertKindCrash(rig, agent, 1);
@@ -933,7 +933,7 @@ for (const [label, prepare, change] of EMITTED) {
   test(`guarded: an entry of an emitted spliced event, ${label}, is judged at its claim`, async (t) => {
     const { rig, service } = await guardedRig(t);
     const agent = await rig.createAgent();
-    emitPushChange(rig, agent, prepare(emittedEntry(label)), change);
+    emitPushChange(rig, agent, prepare(emittedEntry()), change);
     agent.followup(userMessage('wake'));
     await rig.waitIdle(agent);
     assert.deepEqual(rig.turn(agent, 1).reason, { kind: 'completed' });
